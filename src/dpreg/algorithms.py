@@ -1,0 +1,541 @@
+"""Linear-regression algorithms on sufficient statistics, batched over repeats.
+
+Every algorithm is a pure function of a :class:`~dpreg.stats.SuffStats`,
+the privacy parameters and a keyword-only ``rng``; it draws ``size`` noise
+repeats at once and solves them with one batched ``numpy.linalg.solve``.
+A singular or failed solve marks that repeat as *failed* (``theta`` NaN,
+``failed`` True): it is counted, never silently dropped.
+
+Notation (SPEC section 3): ``A = X^T X + c I`` with ``c = xtx_offset``
+(Wang's code adds ``I``), ``b = X^T y``, ``B_X``, ``B_Y`` the norm bounds.
+
+The noise scales of each private algorithm are derived from its list of
+releases (:meth:`Algorithm.releases`), the same list the privacy ledger
+reports, so the scale used and the scale reported cannot disagree.
+
+References
+----------
+Wang, Y.-X. (2018). Revisiting differentially private linear regression:
+optimal and adaptive prediction & estimation in unbounded domain. UAI.
+(Algorithm 2 "AdaSSP"; public Matlab code.)
+Kalaja, E. (2020). Adaptive algorithm in differential privacy: comparative
+analysis of pre-processing methods. MSc thesis, Univ. Helsinki
+(Algorithm 1 fixed SSP, Algorithm 3 fixed AdaSSP).
+Balle, B. & Wang, Y.-X. (2018). Improving the Gaussian mechanism for
+differential privacy: analytical calibration and optimal denoising. ICML.
+Dong, J., Roth, A. & Su, W. (2019). Gaussian differential privacy. JRSS-B.
+Zhang, J. et al. (2012). Functional mechanism: regression analysis under
+differential privacy. VLDB.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+
+import numpy as np
+
+from dpreg import mechanisms as mech
+from dpreg._validation import DPRegError, check_choice, check_delta, check_epsilon
+from dpreg.mechanisms import Release
+from dpreg.stats import SuffStats
+
+__all__ = ["ALGORITHMS", "Algorithm", "FitResult", "get_algorithm", "solve_batched"]
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """Coefficients of ``R`` repeats.
+
+    Attributes
+    ----------
+    theta : ndarray, shape (R, d)
+        Coefficients; NaN rows where the trial failed.
+    lam : ndarray, shape (R,)
+        The ridge parameter actually used (NaN where the algorithm has none).
+    failed : ndarray of bool, shape (R,)
+        Trials whose solve failed or gave non-finite coefficients.
+    """
+
+    theta: np.ndarray
+    lam: np.ndarray
+    failed: np.ndarray
+
+
+def solve_batched(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Solve ``A[r] theta[r] = b[r]`` for all ``r`` in one call.
+
+    Falls back to one solve per repeat only when the batched call reports a
+    singular matrix, to find which repeats failed.  Returns
+    ``(theta, failed)``; failed rows of ``theta`` are NaN.
+    """
+    R, d = b.shape
+    try:
+        theta = np.linalg.solve(A, b[..., None])[..., 0]
+        failed = np.zeros(R, dtype=bool)
+    except np.linalg.LinAlgError:
+        theta = np.full((R, d), np.nan)
+        failed = np.zeros(R, dtype=bool)
+        for r in range(R):
+            try:
+                theta[r] = np.linalg.solve(A[r], b[r])
+            except np.linalg.LinAlgError:
+                failed[r] = True
+    bad = ~np.all(np.isfinite(theta), axis=1)
+    failed |= bad
+    theta[failed] = np.nan
+    return theta, failed
+
+
+# --------------------------------------------------------------------------
+# release lists (one per algorithm): the single source of noise scales
+# --------------------------------------------------------------------------
+def _gauss(name, sens, sigma, eps, delta, calibration, valid) -> Release:
+    return Release(name, "gaussian", float(sens), float(sigma), eps, delta, calibration, valid)
+
+
+def _releases_ssp_wang(eps, delta, d, bx, by, rho):
+    s = math.sqrt(math.log(4.0 / delta)) / eps
+    valid = mech.classical_valid(eps / 2)
+    return [
+        _gauss("XtX", bx * bx, s * bx * bx, eps / 2, delta / 2, "wang", valid),
+        _gauss("Xty", bx * by, s * bx * by, eps / 2, delta / 2, "wang", valid),
+    ]
+
+
+def _releases_ssp(eps, delta, d, bx, by, rho):
+    out = []
+    for name, sens in (("XtX", bx * bx), ("Xty", bx * by)):
+        sigma = mech.classical_sigma(epsilon=eps / 2, delta=delta / 2, sensitivity=sens)
+        out.append(
+            _gauss(
+                name, sens, sigma, eps / 2, delta / 2, "classical", mech.classical_valid(eps / 2)
+            )
+        )
+    return out
+
+
+def _adassp_names(bx, by):
+    return (("lambda_min", bx * bx), ("XtX", bx * bx), ("Xty", bx * by))
+
+
+def _releases_adassp_wang(eps, delta, d, bx, by, rho):
+    s = math.sqrt(math.log(6.0 / delta)) / (eps / 3)
+    valid = mech.classical_valid(eps / 3)
+    return [
+        _gauss(n, sens, s * sens, eps / 3, delta / 3, "wang", valid)
+        for n, sens in _adassp_names(bx, by)
+    ]
+
+
+def _releases_adassp(eps, delta, d, bx, by, rho):
+    valid = mech.classical_valid(eps / 3)
+    return [
+        _gauss(
+            n,
+            sens,
+            mech.classical_sigma(epsilon=eps / 3, delta=delta / 3, sensitivity=sens),
+            eps / 3,
+            delta / 3,
+            "classical",
+            valid,
+        )
+        for n, sens in _adassp_names(bx, by)
+    ]
+
+
+def _releases_adassp_analytic(eps, delta, d, bx, by, rho):
+    mu = mech.gdp_mu(epsilon=eps / 3, delta=delta / 3)
+    return [
+        _gauss(n, sens, sens / mu, eps / 3, delta / 3, "analytic", True)
+        for n, sens in _adassp_names(bx, by)
+    ]
+
+
+def _gdp_releases(names, eps, delta):
+    k = len(names)
+    mu = mech.gdp_mu(epsilon=eps, delta=delta)
+    # every release gets mu / sqrt(k); its nominal share of the budget is
+    # reported as eps / k, delta / k (the composed guarantee is exact).
+    return [
+        _gauss(n, sens, sens * math.sqrt(k) / mu, eps / k, delta / k, "gdp", True)
+        for n, sens in names
+    ]
+
+
+def _releases_adassp_gdp(eps, delta, d, bx, by, rho):
+    return _gdp_releases(_adassp_names(bx, by), eps, delta)
+
+
+def _releases_ssp_gdp(eps, delta, d, bx, by, rho):
+    return _gdp_releases((("XtX", bx * bx), ("Xty", bx * by)), eps, delta)
+
+
+def functional_sensitivity(d: int, bound_x: float, bound_y: float) -> float:
+    """L1 sensitivity of the functional mechanism's coefficients.
+
+    The released coefficients of ``sum_i (y_i - x_i^T theta)^2`` are the
+    degree-2 ones (``x_ij x_il``, ``sum_{j,l} |x_j x_l| = ||x||_1^2 <= d B_X^2``)
+    and the degree-1 ones (``2 y_i x_ij``, ``sum_j |.| <= 2 B_Y sqrt(d) B_X``);
+    adding or removing one row changes them by at most
+    ``d B_X^2 + 2 sqrt(d) B_X B_Y`` in L1 (Zhang et al. 2012, Lemma 1, with
+    L2-bounded rows).
+    """
+    return d * bound_x**2 + 2.0 * math.sqrt(d) * bound_x * bound_y
+
+
+def _releases_functional(eps, delta, d, bx, by, rho):
+    sens = functional_sensitivity(d, bx, by)
+    return [
+        Release("objective_coefficients", "laplace", sens, sens / eps, eps, 0.0, "laplace", True)
+    ]
+
+
+def _no_releases(eps, delta, d, bx, by, rho):
+    return []
+
+
+# --------------------------------------------------------------------------
+# fits
+# --------------------------------------------------------------------------
+def _offset_matrix(stats: SuffStats, c: float) -> np.ndarray:
+    return stats.xtx + c * np.eye(stats.d)
+
+
+def _fit_trivial(stats, rel, *, rng, size, rho, xtx_offset):
+    return FitResult(np.zeros((size, stats.d)), np.full(size, np.nan), np.zeros(size, bool))
+
+
+def _fit_ols(stats, rel, *, rng, size, rho, xtx_offset):
+    theta = np.linalg.lstsq(stats.xtx, stats.xty, rcond=None)[0]
+    ok = bool(np.all(np.isfinite(theta)))
+    theta = np.tile(theta if ok else np.nan, (size, 1)) if ok else np.full((size, stats.d), np.nan)
+    return FitResult(theta, np.full(size, np.nan), np.full(size, not ok))
+
+
+def _fit_ridge(stats, rel, *, rng, size, rho, xtx_offset):
+    A = np.broadcast_to(_offset_matrix(stats, 1.0), (size, stats.d, stats.d))
+    b = np.broadcast_to(stats.xty, (size, stats.d))
+    theta, failed = solve_batched(A, b)
+    return FitResult(theta, np.ones(size), failed)
+
+
+def _fit_ssp_like(stats, rel, *, rng, size, rho, xtx_offset, matrix_noise):
+    d = stats.d
+    g_A, g_b = rng.spawn(2)
+    A = _offset_matrix(stats, xtx_offset) + matrix_noise(d, scale=rel[0].scale, rng=g_A, size=size)
+    b = stats.xty + mech.vector_noise(d, scale=rel[1].scale, rng=g_b, size=size)
+    theta, failed = solve_batched(A, b)
+    return FitResult(theta, np.full(size, np.nan), failed)
+
+
+def _fit_adassp_like(stats, rel, *, rng, size, rho, xtx_offset, matrix_noise, shift_factor):
+    """AdaSSP (Wang 2018, Algorithm 2) with every scale written through sigma_lambda.
+
+    ``lam_tilde = max(lam_min + sigma_l z - shift * sigma_l, 0)``,
+    ``lam = max(0, sqrt(d ln(2 d^2 / rho)) sigma_l - lam_tilde)``,
+    ``theta = (A + E + lam I)^{-1} (b + e)``.
+    """
+    d = stats.d
+    r_lam, r_A, r_b = rel
+    g_l, g_A, g_b = rng.spawn(3)
+    sigma_l = r_lam.scale
+    lam_min = stats.lambda_min(xtx_offset)
+    z = g_l.standard_normal(size)
+    lam_tilde = np.maximum(lam_min + sigma_l * z - shift_factor * sigma_l, 0.0)
+    lam = np.maximum(0.0, math.sqrt(d * math.log(2.0 * d * d / rho)) * sigma_l - lam_tilde)
+    A = _offset_matrix(stats, xtx_offset) + matrix_noise(d, scale=r_A.scale, rng=g_A, size=size)
+    A = A + lam[:, None, None] * np.eye(d)
+    b = stats.xty + mech.vector_noise(d, scale=r_b.scale, rng=g_b, size=size)
+    theta, failed = solve_batched(A, b)
+    return FitResult(theta, lam, failed)
+
+
+def _fit_functional(stats, rel, *, rng, size, rho, xtx_offset):
+    """Functional mechanism (Zhang et al. 2012) for the squared loss.
+
+    The objective ``theta^T M theta - 2 beta^T theta`` with ``M = X^T X``,
+    ``beta = X^T y`` has monomial coefficients ``M_jj`` (degree 2, diagonal),
+    ``2 M_jl`` (j < l) and ``-2 beta_j``.  Each coefficient gets i.i.d.
+    ``Laplace(b)`` noise, ``b = sensitivity / epsilon``; the noisy minimiser
+    solves ``(M~ + c I) theta = beta~`` (``c = xtx_offset`` keeps it
+    comparable with the SSP family).
+    """
+    d = stats.d
+    b_scale = rel[0].scale
+    g_M, g_v = rng.spawn(2)
+    iu = np.triu_indices(d)
+    noise = mech.laplace_noise((size, iu[0].size), scale=b_scale, rng=g_M)
+    off = iu[0] != iu[1]
+    noise[:, off] *= 0.5  # noise on 2 M_jl -> half of it on M_jl
+    E = np.empty((size, d, d))
+    E[:, iu[0], iu[1]] = noise
+    E[:, iu[1], iu[0]] = noise
+    beta = stats.xty + 0.5 * mech.laplace_noise((size, d), scale=b_scale, rng=g_v)
+    theta, failed = solve_batched(_offset_matrix(stats, xtx_offset) + E, beta)
+    return FitResult(theta, np.full(size, np.nan), failed)
+
+
+# --------------------------------------------------------------------------
+# the registry
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Algorithm:
+    """A registered algorithm.
+
+    Attributes
+    ----------
+    name, label : str
+        Config name and a human label for legends.
+    private : bool
+        Whether the algorithm releases only noisy statistics.
+    calibration : str
+        ``none``, ``wang``, ``classical``, ``analytic``, ``gdp`` or ``laplace``.
+    has_lambda : bool
+        Whether a ridge parameter is reported per trial.
+    validity_epsilon : float or None
+        Total epsilon from which the per-release epsilon reaches 1, i.e. the
+        classical bound is no longer proven (``None``: always valid).
+    reproduction : bool
+        A reproduction of published code whose privacy the project does not
+        claim (Wang's scales).
+    """
+
+    name: str
+    label: str
+    private: bool
+    calibration: str
+    has_lambda: bool
+    validity_epsilon: float | None
+    _releases: Callable[..., list[Release]] = field(repr=False)
+    _fit: Callable[..., FitResult] = field(repr=False)
+    reproduction: bool = False
+    description: str = ""
+
+    def outside_validity(self, epsilon: float) -> bool:
+        """Whether ``epsilon`` puts a classical-style calibration outside its proof."""
+        return self.validity_epsilon is not None and epsilon >= self.validity_epsilon
+
+    def releases(
+        self,
+        *,
+        epsilon: float,
+        delta: float,
+        d: int,
+        bound_x: float = 1.0,
+        bound_y: float = 1.0,
+        rho: float = 0.05,
+    ) -> list[Release]:
+        """The noisy releases this algorithm makes at (epsilon, delta)."""
+        eps = check_epsilon(epsilon)
+        dlt = check_delta(delta)
+        return self._releases(eps, dlt, int(d), float(bound_x), float(bound_y), rho)
+
+    def fit(
+        self,
+        stats: SuffStats,
+        *,
+        epsilon: float,
+        delta: float,
+        rng: np.random.Generator,
+        size: int = 1,
+        rho: float = 0.05,
+        xtx_offset: float = 1.0,
+    ) -> FitResult:
+        """Draw ``size`` repeats of the algorithm on ``stats``.
+
+        Parameters
+        ----------
+        stats : SuffStats
+            Training statistics; their rows were checked against
+            ``stats.bound_x`` and ``stats.bound_y`` when they were built.
+        epsilon, delta : float
+            Total privacy budget of one run (``epsilon > 0``, ``0 < delta < 1``).
+        rng : numpy.random.Generator
+            Source of all noise (keyword-only; never global state).
+        size : int
+            Number of noise repeats drawn and solved in one batch.
+        rho : float
+            AdaSSP failure probability (Wang 2018), in (0, 1).
+        xtx_offset : float
+            ``c`` in ``A = X^T X + c I`` (Wang's code: 1).
+        """
+        if not isinstance(stats, SuffStats):
+            raise DPRegError("stats must be a dpreg.stats.SuffStats")
+        if not (0.0 < rho < 1.0):
+            raise DPRegError(f"rho must lie in (0, 1), got {rho!r}")
+        if not (xtx_offset >= 0 and math.isfinite(xtx_offset)):
+            raise DPRegError(f"xtx_offset must be a finite number >= 0, got {xtx_offset!r}")
+        rel = self.releases(
+            epsilon=epsilon,
+            delta=delta,
+            d=stats.d,
+            bound_x=stats.bound_x,
+            bound_y=stats.bound_y,
+            rho=rho,
+        )
+        return self._fit(
+            stats, rel, rng=rng, size=int(size), rho=float(rho), xtx_offset=float(xtx_offset)
+        )
+
+
+def _adassp_fit(matrix_noise: Callable, shift: Callable[[float], float]) -> Callable:
+    def fit(stats, rel, **kw):
+        delta = 3.0 * rel[0].delta  # each AdaSSP release carries delta / 3
+        return _fit_adassp_like(
+            stats, rel, matrix_noise=matrix_noise, shift_factor=shift(delta), **kw
+        )
+
+    return fit
+
+
+def _wang_shift(delta: float) -> float:
+    """Wang's code: L = ln(6/delta); the shift L/(eps/3) B^2 equals sqrt(L) sigma."""
+    return math.sqrt(math.log(6.0 / delta))
+
+
+def _kalaja_shift(delta: float) -> float:
+    """Kalaja's Algorithm 3: L' = 2 ln(3.75/delta) replaces L everywhere."""
+    return math.sqrt(2.0 * math.log(3.75 / delta))
+
+
+def _make_registry() -> dict[str, Algorithm]:
+    ssp_wang_fit = partial(_fit_ssp_like, matrix_noise=mech.full_noise)
+    ssp_fit = partial(_fit_ssp_like, matrix_noise=mech.symmetric_noise)
+    algs = [
+        Algorithm(
+            "trivial",
+            "trivial (θ = 0)",
+            False,
+            "none",
+            False,
+            None,
+            _no_releases,
+            _fit_trivial,
+            description="theta = 0",
+        ),
+        Algorithm(
+            "ols",
+            "OLS (non-private)",
+            False,
+            "none",
+            False,
+            None,
+            _no_releases,
+            _fit_ols,
+            description="least squares, no privacy",
+        ),
+        Algorithm(
+            "ridge",
+            "ridge λ=1 (non-private)",
+            False,
+            "none",
+            True,
+            None,
+            _no_releases,
+            _fit_ridge,
+            description="(XtX + I)^-1 Xty, no privacy",
+        ),
+        Algorithm(
+            "ssp-wang",
+            "SSP (Wang's code)",
+            True,
+            "wang",
+            False,
+            2.0,
+            _releases_ssp_wang,
+            ssp_wang_fit,
+            reproduction=True,
+            description="Wang's SSP: full non-symmetric noise, s = sqrt(ln(4/δ))/ε",
+        ),
+        Algorithm(
+            "ssp",
+            "SSP (fixed)",
+            True,
+            "classical",
+            False,
+            2.0,
+            _releases_ssp,
+            ssp_fit,
+            description="Kalaja Alg. 1: (ε/2, δ/2) classical Gaussian, symmetric noise",
+        ),
+        Algorithm(
+            "ssp-gdp",
+            "SSP (GDP)",
+            True,
+            "gdp",
+            False,
+            None,
+            _releases_ssp_gdp,
+            ssp_fit,
+            description="SSP with exact mu-GDP accounting",
+        ),
+        Algorithm(
+            "adassp-wang",
+            "AdaSSP (Wang's code)",
+            True,
+            "wang",
+            True,
+            3.0,
+            _releases_adassp_wang,
+            _adassp_fit(mech.wang_symmetric_noise, _wang_shift),
+            reproduction=True,
+            description="Wang's Algorithm 2 as in his code",
+        ),
+        Algorithm(
+            "adassp",
+            "AdaSSP (fixed)",
+            True,
+            "classical",
+            True,
+            3.0,
+            _releases_adassp,
+            _adassp_fit(mech.symmetric_noise, _kalaja_shift),
+            description="Kalaja Alg. 3: classical Gaussian at (ε/3, δ/3)",
+        ),
+        Algorithm(
+            "adassp-analytic",
+            "AdaSSP (analytic)",
+            True,
+            "analytic",
+            True,
+            None,
+            _releases_adassp_analytic,
+            _adassp_fit(mech.symmetric_noise, _wang_shift),
+            description="AdaSSP with the analytic Gaussian at (ε/3, δ/3)",
+        ),
+        Algorithm(
+            "adassp-gdp",
+            "AdaSSP (GDP)",
+            True,
+            "gdp",
+            True,
+            None,
+            _releases_adassp_gdp,
+            _adassp_fit(mech.symmetric_noise, _wang_shift),
+            description="AdaSSP with exact mu-GDP accounting",
+        ),
+        Algorithm(
+            "functional",
+            "functional mechanism",
+            True,
+            "laplace",
+            False,
+            None,
+            _releases_functional,
+            _fit_functional,
+            description="Zhang et al. 2012, Laplace noise on the objective",
+        ),
+    ]
+    return {a.name: a for a in algs}
+
+
+ALGORITHMS: dict[str, Algorithm] = _make_registry()
+
+
+def get_algorithm(name: str) -> Algorithm:
+    """Look up an algorithm by config name (the error lists the known names)."""
+    check_choice(name, "algorithm", ALGORITHMS)
+    return ALGORITHMS[name]
