@@ -6,7 +6,16 @@ pre-processing variants and a cross-validated sweep engine.
 """
 
 from dpreg._validation import DPRegError
+from dpreg.estimator import PrivateLinearRegression
+from dpreg.mechanisms import gaussian_sigma
+from dpreg.stats import SuffStats
 
 __version__ = "0.1.0"
 
-__all__ = ["DPRegError", "__version__"]
+__all__ = [
+    "DPRegError",
+    "PrivateLinearRegression",
+    "SuffStats",
+    "__version__",
+    "gaussian_sigma",
+]

@@ -1,0 +1,293 @@
+"""The evaluation engine: K folds x R repeats x epsilon grid x algorithms.
+
+For one (dataset, variant) the sufficient statistics of every fold are
+computed once (:func:`dpreg.preprocess.fold_statistics`); every trial after
+that is d x d work.  For each (fold, algorithm, epsilon) the ``R`` noise
+repeats are drawn and solved in one batch and scored with the test fold's
+:class:`~dpreg.stats.ScoreStats` (no pass over rows).
+
+Randomness: the noise of (dataset, variant, fold, algorithm, epsilon) comes
+from ``SeedSequence([seed, id(dataset), id(variant), id(fold),
+id(algorithm), id(epsilon)])`` with ids from :func:`dpreg.seeding.stable_id`,
+and repeats are laid out repeat-major, so a trial does not depend on what
+else is run, on job order or core count, and the first ``R`` repeats do not
+change when ``R`` grows.  Folds come from ``SeedSequence([seed,
+id(dataset), id("folds"), id(K)])``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpreg._validation import (
+    DPRegError,
+    check_delta,
+    check_epsilon,
+    check_finite_array,
+    check_positive_int,
+)
+from dpreg.algorithms import get_algorithm
+from dpreg.mechanisms import ClassicalCalibrationWarning
+from dpreg.preprocess import ArraySource, RowSource, VariantSpec, fold_statistics
+from dpreg.seeding import seed_sequence
+
+__all__ = ["TRIAL_COLUMNS", "assign_folds", "sweep_arrays", "sweep_dataset", "sweep_source"]
+
+TRIAL_COLUMNS = [
+    "dataset",
+    "variant",
+    "algorithm",
+    "epsilon",
+    "delta",
+    "fold",
+    "repeat",
+    "mse",
+    "r2",
+    "lam",
+    "failed",
+    "outside_validity",
+    "calibration",
+    "seed_key",
+]
+
+
+def assign_folds(n: int, folds: int, *, seed: int, dataset: str) -> np.ndarray:
+    """Fold id (0..K-1) of each of ``n`` rows, fixed by ``seed`` and the dataset name.
+
+    A random permutation is cut into ``K`` folds whose sizes differ by at
+    most one.
+    """
+    K = check_positive_int(folds, "cv.folds", minimum=2)
+    if n < 2 * K:
+        raise DPRegError(f"dataset {dataset!r} has {n} rows; {K} folds need at least {2 * K}")
+    rng = np.random.default_rng(seed_sequence(seed, dataset, "folds", K))
+    fold = np.empty(n, dtype=np.int32)
+    fold[rng.permutation(n)] = np.arange(n) % K
+    return fold
+
+
+def _check_grid(epsilons: Sequence[float], delta: float, repeats: int, rho: float) -> list[float]:
+    eps = [check_epsilon(e, f"epsilons[{i}]") for i, e in enumerate(epsilons)]
+    if not eps:
+        raise DPRegError("epsilons must list at least one value")
+    if len(set(eps)) != len(eps):
+        raise DPRegError(f"epsilons contains duplicates: {list(epsilons)}")
+    check_delta(delta)
+    check_positive_int(repeats, "cv.repeats")
+    if not (0.0 < rho < 1.0):
+        raise DPRegError(f"rho must lie in (0, 1), got {rho!r}")
+    return eps
+
+
+def sweep_source(
+    source: RowSource,
+    *,
+    dataset: str,
+    variants: Mapping[str, Mapping[str, Any] | VariantSpec],
+    algorithms: Sequence[str],
+    epsilons: Sequence[float],
+    delta: float,
+    folds: int,
+    repeats: int,
+    seed: int,
+    rho: float = 0.05,
+    xtx_offset: float = 1.0,
+) -> pd.DataFrame:
+    """Run every trial of one dataset over a :class:`~dpreg.preprocess.RowSource`.
+
+    Returns one row per trial with the columns :data:`TRIAL_COLUMNS`.
+    ``source.chunks()`` must yield fold ids made by :func:`assign_folds`.
+    """
+    eps_grid = _check_grid(epsilons, delta, repeats, rho)
+    algs = [get_algorithm(a) for a in algorithms]
+    specs = {name: VariantSpec.from_dict(v, name) for name, v in variants.items()}
+    R = int(repeats)
+    E = len(eps_grid)
+    blocks: list[dict[str, Any]] = []
+    for vname, spec in specs.items():
+        for fd in fold_statistics(source, spec, folds=folds):
+            for alg in algs:
+                thetas, lams, fails = [], [], []
+                for eps in eps_grid:
+                    rng = np.random.default_rng(
+                        seed_sequence(seed, dataset, vname, fd.fold, alg.name, eps)
+                    )
+                    res = alg.fit(
+                        fd.train,
+                        epsilon=eps,
+                        delta=delta,
+                        rng=rng,
+                        size=R,
+                        rho=rho,
+                        xtx_offset=xtx_offset,
+                    )
+                    thetas.append(res.theta)
+                    lams.append(res.lam)
+                    fails.append(res.failed)
+                theta = np.concatenate(thetas)
+                failed = np.concatenate(fails)
+                safe = np.where(failed[:, None], 0.0, theta)
+                mse = np.where(failed, np.nan, fd.test.mse(safe))
+                r2 = np.where(failed, np.nan, fd.test.r2(safe))
+                blocks.append(
+                    {
+                        "variant": vname,
+                        "algorithm": alg.name,
+                        "epsilon": np.repeat(eps_grid, R),
+                        "fold": fd.fold,
+                        "repeat": np.tile(np.arange(R), E),
+                        "mse": mse,
+                        "r2": r2,
+                        "lam": np.concatenate(lams),
+                        "failed": failed,
+                        "outside_validity": np.repeat(
+                            [alg.outside_validity(e) for e in eps_grid], R
+                        ),
+                        "calibration": alg.calibration,
+                    }
+                )
+    frame = _assemble(blocks, dataset=dataset, delta=delta, seed=seed)
+    if frame["outside_validity"].any():
+        bad = sorted(set(frame.loc[frame["outside_validity"], "algorithm"]))
+        warnings.warn(
+            f"{dataset}: {', '.join(bad)} used a classical-style Gaussian calibration with a "
+            "per-release epsilon >= 1, outside its proven validity; those trials are flagged "
+            "in the 'outside_validity' column",
+            ClassicalCalibrationWarning,
+            stacklevel=2,
+        )
+    return frame
+
+
+def _assemble(
+    blocks: list[dict[str, Any]], *, dataset: str, delta: float, seed: int
+) -> pd.DataFrame:
+    if not blocks:
+        return pd.DataFrame(columns=TRIAL_COLUMNS)
+    sizes = [len(b["mse"]) for b in blocks]
+    cols: dict[str, Any] = {}
+    for key in ("epsilon", "repeat", "mse", "r2", "lam", "failed", "outside_validity"):
+        cols[key] = np.concatenate([b[key] for b in blocks])
+    for key in ("variant", "algorithm", "calibration", "fold"):
+        cols[key] = np.repeat([b[key] for b in blocks], sizes)
+    frame = pd.DataFrame(
+        {
+            "dataset": dataset,
+            "variant": cols["variant"],
+            "algorithm": cols["algorithm"],
+            "epsilon": cols["epsilon"],
+            "delta": float(delta),
+            "fold": cols["fold"].astype(np.int64),
+            "repeat": cols["repeat"].astype(np.int64),
+            "mse": cols["mse"],
+            "r2": cols["r2"],
+            "lam": cols["lam"],
+            "failed": cols["failed"].astype(bool),
+            "outside_validity": cols["outside_validity"].astype(bool),
+            "calibration": cols["calibration"],
+        }
+    )
+    frame["seed_key"] = (
+        f"{int(seed)}/{dataset}/"
+        + frame["variant"]
+        + "/"
+        + frame["fold"].astype(str)
+        + "/"
+        + frame["algorithm"]
+        + "/"
+        + frame["epsilon"].map(repr)
+    )
+    return frame[TRIAL_COLUMNS]
+
+
+def sweep_arrays(
+    X: np.ndarray, y: np.ndarray, *, dataset: str = "data", seed: int, folds: int = 10, **kw: Any
+) -> pd.DataFrame:
+    """:func:`sweep_source` on in-memory arrays (folds from :func:`assign_folds`)."""
+    X = check_finite_array(np.asarray(X, dtype=float), "X")
+    y = check_finite_array(np.asarray(y, dtype=float), "y")
+    if X.ndim != 2 or y.shape != (X.shape[0],):
+        raise DPRegError(f"X must be (n, d) and y (n,), got {X.shape} and {y.shape}")
+    fold = assign_folds(X.shape[0], folds, seed=seed, dataset=dataset)
+    return sweep_source(ArraySource(X, y, fold), dataset=dataset, seed=seed, folds=folds, **kw)
+
+
+class ParquetSource:
+    """Streams a prepared Parquet table in chunks (never the whole table in memory)."""
+
+    def __init__(self, path: str | Path, fold: np.ndarray, *, chunk_rows: int = 65536):
+        from dpreg.data import prepared_shape
+
+        self.path = Path(path)
+        self.n, self.d = prepared_shape(self.path)
+        self.fold = fold
+        self.chunk_rows = int(chunk_rows)
+
+    def chunks(self):
+        from dpreg.data import iter_prepared
+
+        lo = 0
+        for X, y in iter_prepared(self.path, chunk_rows=self.chunk_rows):
+            hi = lo + X.shape[0]
+            yield X, y, self.fold[lo:hi]
+            lo = hi
+
+
+def sweep_dataset(
+    table_path: str | Path,
+    *,
+    dataset: str,
+    variants: Mapping[str, Mapping[str, Any] | VariantSpec],
+    algorithms: Sequence[str],
+    epsilons: Sequence[float],
+    delta: float,
+    folds: int,
+    repeats: int,
+    seed: int,
+    rho: float = 0.05,
+    xtx_offset: float = 1.0,
+    memory_budget_mb: float | None = None,
+    chunk_rows: int = 65536,
+) -> pd.DataFrame:
+    """Sweep a prepared table (see :mod:`dpreg.data`).
+
+    Tables whose float64 size exceeds ``memory_budget_mb`` are streamed in
+    chunks of ``chunk_rows``; smaller ones are read once into memory.  Both
+    paths run the same code on the same fold ids, so their results agree
+    to rounding (summation order).
+    """
+    from dpreg.data import prepared_shape, read_prepared
+
+    n, d = prepared_shape(table_path)
+    fold = assign_folds(n, folds, seed=seed, dataset=dataset)
+    size_mb = n * (d + 1) * 8 / 2**20
+    source: RowSource
+    if memory_budget_mb is not None and size_mb > memory_budget_mb:
+        source = ParquetSource(table_path, fold, chunk_rows=chunk_rows)
+    else:
+        X, y, _, _ = read_prepared(table_path)
+        source = ArraySource(X, y, fold)
+    return sweep_source(
+        source,
+        dataset=dataset,
+        variants=variants,
+        algorithms=algorithms,
+        epsilons=epsilons,
+        delta=delta,
+        folds=folds,
+        repeats=repeats,
+        seed=seed,
+        rho=rho,
+        xtx_offset=xtx_offset,
+    )
+
+
+def table_size_mb(n: int, d: int) -> float:
+    """Float64 size of an ``n x (d + 1)`` table in MiB."""
+    return n * (d + 1) * 8 / 2**20 if n and d else 0.0
