@@ -290,6 +290,10 @@ def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool 
         out["gdp_mu"] = mu
         out["exact_epsilon"] = gdp_epsilon(mu=mu, delta=dlt)
         out["exact_delta"] = gdp_delta(float(out["basic_epsilon"]), mu)
+    elif private and all(r.mechanism == "laplace" for r in private):
+        # pure epsilon-DP releases: the sum of the epsilons at delta = 0
+        out["exact_epsilon"] = out["basic_epsilon"]
+        out["exact_delta"] = 0.0
     return out
 
 

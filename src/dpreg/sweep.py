@@ -33,6 +33,7 @@ from dpreg._validation import (
     check_positive_int,
 )
 from dpreg.algorithms import get_algorithm
+from dpreg.ledger import trial_columns
 from dpreg.mechanisms import ClassicalCalibrationWarning
 from dpreg.preprocess import ArraySource, RowSource, VariantSpec, fold_statistics
 from dpreg.seeding import seed_sequence
@@ -54,6 +55,11 @@ TRIAL_COLUMNS = [
     "outside_validity",
     "calibration",
     "seed_key",
+    "releases",
+    "eps_basic",
+    "delta_basic",
+    "eps_exact",
+    "delta_exact",
 ]
 
 
@@ -130,6 +136,7 @@ def sweep_source(
                     thetas.append(res.theta)
                     lams.append(res.lam)
                     fails.append(res.failed)
+                ledger = trial_columns(alg.name, eps_grid, delta=delta, d=fd.train.d, rho=rho)
                 theta = np.concatenate(thetas)
                 failed = np.concatenate(fails)
                 safe = np.where(failed[:, None], 0.0, theta)
@@ -150,6 +157,8 @@ def sweep_source(
                             [alg.outside_validity(e) for e in eps_grid], R
                         ),
                         "calibration": alg.calibration,
+                        "ledger": [ledger[e] for e in eps_grid],
+                        "R": R,
                     }
                 )
     frame = _assemble(blocks, dataset=dataset, delta=delta, seed=seed)
@@ -193,6 +202,10 @@ def _assemble(
             "calibration": cols["calibration"],
         }
     )
+    for key in ("releases", "eps_basic", "delta_basic", "eps_exact", "delta_exact"):
+        frame[key] = np.concatenate(
+            [np.repeat([led[key] for led in b["ledger"]], b["R"]) for b in blocks]
+        )
     frame["seed_key"] = (
         f"{int(seed)}/{dataset}/"
         + frame["variant"]
