@@ -537,5 +537,10 @@ ALGORITHMS: dict[str, Algorithm] = _make_registry()
 
 def get_algorithm(name: str) -> Algorithm:
     """Look up an algorithm by config name (the error lists the known names)."""
-    check_choice(name, "algorithm", ALGORITHMS)
+    if name not in ALGORITHMS:
+        from dpreg.peers import PEERS
+
+        if name in PEERS:
+            raise DPRegError(f"{name!r} is an external peer run by the sweep, not a registry algorithm")
+        check_choice(name, "algorithm", [*ALGORITHMS, *PEERS])
     return ALGORITHMS[name]

@@ -499,5 +499,20 @@ def fold_statistics(
     return [FoldData(k, partial[k], train[k], test[k]) for k in range(K)]
 
 
+def fold_rows(source: RowSource, fd: FoldData) -> tuple[np.ndarray, np.ndarray]:
+    """The transformed training rows of one fold (for peers that need rows).
+
+    Reads the rows of ``source`` once; meant for in-memory sources.
+    """
+    Xs, ys = [], []
+    for X, y, f in source.chunks():
+        m = f != fd.fold
+        if m.any():
+            Xm, ym = fd.transform.transform_train(X[m], y[m])
+            Xs.append(Xm)
+            ys.append(ym)
+    return np.vstack(Xs), np.concatenate(ys)
+
+
 def _fields_of(tr: FittedTransform) -> dict[str, Any]:
     return {f.name: getattr(tr, f.name) for f in fields(tr)}

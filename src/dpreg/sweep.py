@@ -17,6 +17,7 @@ id(dataset), id("folds"), id(K)])``.
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -35,10 +36,13 @@ from dpreg._validation import (
 from dpreg.algorithms import get_algorithm
 from dpreg.ledger import trial_columns
 from dpreg.mechanisms import ClassicalCalibrationWarning
-from dpreg.preprocess import ArraySource, RowSource, VariantSpec, fold_statistics
+from dpreg.peers import PEERS, diffprivlib_available, fit_diffprivlib, peer_ledger
+from dpreg.preprocess import ArraySource, RowSource, VariantSpec, fold_rows, fold_statistics
 from dpreg.seeding import seed_sequence
 
 __all__ = ["TRIAL_COLUMNS", "assign_folds", "sweep_arrays", "sweep_dataset", "sweep_source"]
+
+log = logging.getLogger(__name__)
 
 TRIAL_COLUMNS = [
     "dataset",
@@ -111,7 +115,15 @@ def sweep_source(
     ``source.chunks()`` must yield fold ids made by :func:`assign_folds`.
     """
     eps_grid = _check_grid(epsilons, delta, repeats, rho)
-    algs = [get_algorithm(a) for a in algorithms]
+    peers = [a for a in algorithms if a in PEERS]
+    algs = [get_algorithm(a) for a in algorithms if a not in PEERS]
+    if "diffprivlib" in peers and not diffprivlib_available():
+        log.warning(
+            "%s: diffprivlib is not installed; its curve is skipped "
+            "(pip install 'dpreg[peers]' to include it)",
+            dataset,
+        )
+        peers.remove("diffprivlib")
     specs = {name: VariantSpec.from_dict(v, name) for name, v in variants.items()}
     R = int(repeats)
     E = len(eps_grid)
@@ -158,6 +170,34 @@ def sweep_source(
                         ),
                         "calibration": alg.calibration,
                         "ledger": [ledger[e] for e in eps_grid],
+                        "R": R,
+                    }
+                )
+            for peer in peers:
+                Xtr, ytr = fold_rows(source, fd)
+                thetas = []
+                for eps in eps_grid:
+                    ss = seed_sequence(seed, dataset, vname, fd.fold, peer, eps)
+                    thetas.append(
+                        fit_diffprivlib(Xtr, ytr, epsilon=eps, seeds=ss.generate_state(R))
+                    )
+                theta = np.concatenate(thetas)
+                failed = ~np.all(np.isfinite(theta), axis=1)
+                safe = np.where(failed[:, None], 0.0, theta)
+                blocks.append(
+                    {
+                        "variant": vname,
+                        "algorithm": peer,
+                        "epsilon": np.repeat(eps_grid, R),
+                        "fold": fd.fold,
+                        "repeat": np.tile(np.arange(R), E),
+                        "mse": np.where(failed, np.nan, fd.test.mse(safe)),
+                        "r2": np.where(failed, np.nan, fd.test.r2(safe)),
+                        "lam": np.full(E * R, np.nan),
+                        "failed": failed,
+                        "outside_validity": np.zeros(E * R, dtype=bool),
+                        "calibration": "laplace",
+                        "ledger": [peer_ledger(peer, e) for e in eps_grid],
                         "R": R,
                     }
                 )
