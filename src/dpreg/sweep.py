@@ -35,9 +35,18 @@ from dpreg._validation import (
 )
 from dpreg.algorithms import get_algorithm
 from dpreg.ledger import trial_columns
-from dpreg.mechanisms import ClassicalCalibrationWarning
+from dpreg.mechanisms import ClassicalCalibrationWarning, compose
 from dpreg.peers import PEERS, diffprivlib_available, fit_diffprivlib, peer_ledger
-from dpreg.preprocess import ArraySource, RowSource, VariantSpec, fold_rows, fold_statistics
+from dpreg.preprocess import (
+    ArraySource,
+    RowSource,
+    VariantSpec,
+    fold_rows,
+    fold_statistics,
+    private_fold_data,
+    private_stat_releases,
+    raw_fold_moments,
+)
 from dpreg.seeding import seed_sequence
 
 __all__ = ["TRIAL_COLUMNS", "assign_folds", "sweep_arrays", "sweep_dataset", "sweep_source"]
@@ -129,6 +138,24 @@ def sweep_source(
     E = len(eps_grid)
     blocks: list[dict[str, Any]] = []
     for vname, spec in specs.items():
+        if spec.private_stats is not None:
+            blocks.extend(
+                _private_stats_blocks(
+                    source,
+                    vname,
+                    spec,
+                    algs,
+                    eps_grid,
+                    dataset=dataset,
+                    delta=delta,
+                    folds=folds,
+                    R=R,
+                    seed=seed,
+                    rho=rho,
+                    xtx_offset=xtx_offset,
+                )
+            )
+            continue
         for fd in fold_statistics(source, spec, folds=folds):
             for alg in algs:
                 thetas, lams, fails = [], [], []
@@ -212,6 +239,110 @@ def sweep_source(
             stacklevel=2,
         )
     return frame
+
+
+def _private_stats_blocks(
+    source, vname, spec, algs, eps_grid, *, dataset, delta, folds, R, seed, rho, xtx_offset
+) -> list[dict[str, Any]]:
+    """Trials of a variant whose transform statistics are released privately.
+
+    Each run -- one (fold, epsilon, repeat) -- spends ``epsilon_share`` of
+    (epsilon, delta) on noisy column sums, sums of squares and the y sum
+    (:func:`dpreg.preprocess.private_stat_releases`) and the rest on the
+    algorithm; the ledger composes both.  The statistics noise of a run is
+    shared by the algorithms compared on it (common random numbers).
+    """
+    if spec.scale != "maxnorm" or spec.clip_sigma is not None:
+        raise DPRegError(
+            f"variant {vname!r}: private_stats needs scale 'maxnorm' and no clipping "
+            "(the transform must be affine in x)"
+        )
+    share = spec.private_stats.epsilon_share
+    ranges, moms = raw_fold_moments(source, folds)
+    total = moms[0]
+    for m in moms[1:]:
+        total = total + m
+    public = VariantSpec.from_dict({**spec.to_dict(), "private_stats": None})
+    shared = [
+        (fd.transform.t_center, fd.transform.t_scale)
+        for fd in fold_statistics(source, public, folds=folds)
+    ]
+    d = source.d + int(spec.intercept)
+    blocks = []
+    for k in range(folds):
+        for eps in eps_grid:
+            stat_rel = private_stat_releases(ranges, epsilon=share * eps, delta=share * delta, d=d)
+            fds = [
+                private_fold_data(
+                    spec,
+                    ranges,
+                    total - moms[k],
+                    moms[k],
+                    shared[k],
+                    stat_rel,
+                    fold=k,
+                    rng=np.random.default_rng(
+                        seed_sequence(seed, dataset, vname, k, "private_stats", eps, r)
+                    ),
+                )
+                for r in range(R)
+            ]
+            for alg in algs:
+                e_alg, d_alg = (1 - share) * eps, (1 - share) * delta
+                thetas, lams, fails = [], [], []
+                for r, fd in enumerate(fds):
+                    res = alg.fit(
+                        fd.train,
+                        epsilon=e_alg,
+                        delta=d_alg,
+                        size=1,
+                        rho=rho,
+                        xtx_offset=xtx_offset,
+                        rng=np.random.default_rng(
+                            seed_sequence(seed, dataset, vname, k, alg.name, eps, "run", r)
+                        ),
+                    )
+                    thetas.append(res.theta)
+                    lams.append(res.lam)
+                    fails.append(res.failed)
+                failed = np.concatenate(fails)
+                theta = np.where(failed[:, None], 0.0, np.concatenate(thetas))
+                mse = np.array([fd.test.mse(t[None])[0] for fd, t in zip(fds, theta, strict=True)])
+                r2 = np.array([fd.test.r2(t[None])[0] for fd, t in zip(fds, theta, strict=True)])
+                rel_all = stat_rel + alg.releases(epsilon=e_alg, delta=d_alg, d=d, rho=rho)
+                tot = compose(rel_all, delta=delta)
+                led = {
+                    "releases": ";".join(
+                        f"{x.name}:sigma={x.scale:.6g}@({x.epsilon:.6g},{x.delta:.3g})"
+                        for x in rel_all
+                    ),
+                    "eps_basic": float(tot["basic_epsilon"]),
+                    "delta_basic": float(tot["basic_delta"]),
+                    "eps_exact": float("nan")
+                    if tot["exact_epsilon"] is None
+                    else float(tot["exact_epsilon"]),
+                    "delta_exact": float("nan")
+                    if tot["exact_delta"] is None
+                    else float(tot["exact_delta"]),
+                }
+                blocks.append(
+                    {
+                        "variant": vname,
+                        "algorithm": alg.name,
+                        "epsilon": np.full(R, eps),
+                        "fold": k,
+                        "repeat": np.arange(R),
+                        "mse": np.where(failed, np.nan, mse),
+                        "r2": np.where(failed, np.nan, r2),
+                        "lam": np.concatenate(lams),
+                        "failed": failed,
+                        "outside_validity": np.full(R, alg.outside_validity(e_alg)),
+                        "calibration": alg.calibration,
+                        "ledger": [led],
+                        "R": R,
+                    }
+                )
+    return blocks
 
 
 def _assemble(
