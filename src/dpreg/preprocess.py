@@ -142,7 +142,8 @@ class VariantSpec:
                     f"variant {name!r}: private_stats must be a mapping with key epsilon_share"
                 )
             kw["private_stats"] = PrivateStatsSpec(**ps)
-        if kw.get("clip_sigma") is not None and isinstance(kw["clip_sigma"], int):
+        c = kw.get("clip_sigma")
+        if isinstance(c, int) and not isinstance(c, bool):
             kw["clip_sigma"] = float(kw["clip_sigma"])
         try:
             return cls(**kw)
@@ -245,7 +246,10 @@ class _Moments:
         if n < 2:
             raise DPRegError("a statistics fold holds fewer than 2 rows; use fewer folds")
         m1 = self.s1[sel].sum(axis=0) / n
-        var = np.maximum(self.s2[sel].sum(axis=0) / n - m1 * m1, 0.0) * n / (n - 1)
+        m2 = self.s2[sel].sum(axis=0) / n
+        var = m2 - m1 * m1
+        # below the rounding floor of the shifted sums the column is constant
+        var = np.where(var > 1e-12 * m2, var, 0.0) * n / (n - 1)
         ym1 = float(self.y1[sel].sum()) / n
         return {
             "n": n,
