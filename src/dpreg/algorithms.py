@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -201,37 +201,49 @@ def _no_releases(eps, delta, d, bx, by, rho):
 # fits
 # --------------------------------------------------------------------------
 def _offset_matrix(stats: SuffStats, c: float) -> np.ndarray:
-    return stats.xtx + c * np.eye(stats.d)
+    """``X^T X + c I`` (cached per statistics object; treat as read-only)."""
+    key = ("offset", c)
+    if key not in stats._cache:
+        stats._cache[key] = stats.xtx + c * np.eye(stats.d)
+    return stats._cache[key]
 
 
-def _fit_trivial(stats, rel, *, rng, size, rho, xtx_offset):
+def _fit_trivial(stats, rel, *, rng, size, rho, xtx_offset, solve=True):
     return FitResult(np.zeros((size, stats.d)), np.full(size, np.nan), np.zeros(size, bool))
 
 
-def _fit_ols(stats, rel, *, rng, size, rho, xtx_offset):
+def _fit_ols(stats, rel, *, rng, size, rho, xtx_offset, solve=True):
     theta = np.linalg.lstsq(stats.xtx, stats.xty, rcond=None)[0]
     ok = bool(np.all(np.isfinite(theta)))
     theta = np.tile(theta if ok else np.nan, (size, 1)) if ok else np.full((size, stats.d), np.nan)
     return FitResult(theta, np.full(size, np.nan), np.full(size, not ok))
 
 
-def _fit_ridge(stats, rel, *, rng, size, rho, xtx_offset):
+def _fit_ridge(stats, rel, *, rng, size, rho, xtx_offset, solve=True):
     A = np.broadcast_to(_offset_matrix(stats, 1.0), (size, stats.d, stats.d))
     b = np.broadcast_to(stats.xty, (size, stats.d))
+    return _finish(A, b, np.ones(size), solve)
+
+
+def _finish(A: np.ndarray, b: np.ndarray, lam: np.ndarray, solve: bool):
+    """Solve the noisy systems, or hand them back for one stacked solve."""
+    if not solve:
+        return A, b, lam
     theta, failed = solve_batched(A, b)
-    return FitResult(theta, np.ones(size), failed)
+    return FitResult(theta, lam, failed)
 
 
-def _fit_ssp_like(stats, rel, *, rng, size, rho, xtx_offset, matrix_noise):
+def _fit_ssp_like(stats, rel, *, rng, size, rho, xtx_offset, matrix_noise, solve=True):
     d = stats.d
     g_A, g_b = rng.spawn(2)
     A = _offset_matrix(stats, xtx_offset) + matrix_noise(d, scale=rel[0].scale, rng=g_A, size=size)
     b = stats.xty + mech.vector_noise(d, scale=rel[1].scale, rng=g_b, size=size)
-    theta, failed = solve_batched(A, b)
-    return FitResult(theta, np.full(size, np.nan), failed)
+    return _finish(A, b, np.full(size, np.nan), solve)
 
 
-def _fit_adassp_like(stats, rel, *, rng, size, rho, xtx_offset, matrix_noise, shift_factor):
+def _fit_adassp_like(
+    stats, rel, *, rng, size, rho, xtx_offset, matrix_noise, shift_factor, solve=True
+):
     """AdaSSP (Wang 2018, Algorithm 2) with every scale written through sigma_lambda.
 
     ``lam_tilde = max(lam_min + sigma_l z - shift * sigma_l, 0)``,
@@ -247,13 +259,13 @@ def _fit_adassp_like(stats, rel, *, rng, size, rho, xtx_offset, matrix_noise, sh
     lam_tilde = np.maximum(lam_min + sigma_l * z - shift_factor * sigma_l, 0.0)
     lam = np.maximum(0.0, math.sqrt(d * math.log(2.0 * d * d / rho)) * sigma_l - lam_tilde)
     A = _offset_matrix(stats, xtx_offset) + matrix_noise(d, scale=r_A.scale, rng=g_A, size=size)
-    A = A + lam[:, None, None] * np.eye(d)
+    idx = np.arange(d)
+    A[:, idx, idx] += lam[:, None]
     b = stats.xty + mech.vector_noise(d, scale=r_b.scale, rng=g_b, size=size)
-    theta, failed = solve_batched(A, b)
-    return FitResult(theta, lam, failed)
+    return _finish(A, b, lam, solve)
 
 
-def _fit_functional(stats, rel, *, rng, size, rho, xtx_offset):
+def _fit_functional(stats, rel, *, rng, size, rho, xtx_offset, solve=True):
     """Functional mechanism (Zhang et al. 2012) for the squared loss.
 
     The objective ``theta^T M theta - 2 beta^T theta`` with ``M = X^T X``,
@@ -266,7 +278,7 @@ def _fit_functional(stats, rel, *, rng, size, rho, xtx_offset):
     d = stats.d
     b_scale = rel[0].scale
     g_M, g_v = rng.spawn(2)
-    iu = np.triu_indices(d)
+    iu = mech._triu(d)
     noise = mech.laplace_noise((size, iu[0].size), scale=b_scale, rng=g_M)
     off = iu[0] != iu[1]
     noise[:, off] *= 0.5  # noise on 2 M_jl -> half of it on M_jl
@@ -274,8 +286,23 @@ def _fit_functional(stats, rel, *, rng, size, rho, xtx_offset):
     E[:, iu[0], iu[1]] = noise
     E[:, iu[1], iu[0]] = noise
     beta = stats.xty + 0.5 * mech.laplace_noise((size, d), scale=b_scale, rng=g_v)
-    theta, failed = solve_batched(_offset_matrix(stats, xtx_offset) + E, beta)
-    return FitResult(theta, np.full(size, np.nan), failed)
+    return _finish(_offset_matrix(stats, xtx_offset) + E, beta, np.full(size, np.nan), solve)
+
+
+def _check_run_params(stats: object, rho: float, xtx_offset: float) -> None:
+    if not isinstance(stats, SuffStats):
+        raise DPRegError("stats must be a dpreg.stats.SuffStats")
+    if not (0.0 < rho < 1.0):
+        raise DPRegError(f"rho must lie in (0, 1), got {rho!r}")
+    if not (xtx_offset >= 0 and math.isfinite(xtx_offset)):
+        raise DPRegError(f"xtx_offset must be a finite number >= 0, got {xtx_offset!r}")
+
+
+@lru_cache(maxsize=4096)
+def _cached_releases(fn, eps, delta, d, bx, by, rho) -> tuple[Release, ...]:
+    """Release lists are pure functions of their arguments; the analytic and
+    GDP calibrations run a root finder, so they are computed once."""
+    return tuple(fn(eps, delta, d, bx, by, rho))
 
 
 # --------------------------------------------------------------------------
@@ -331,7 +358,9 @@ class Algorithm:
         """The noisy releases this algorithm makes at (epsilon, delta)."""
         eps = check_epsilon(epsilon)
         dlt = check_delta(delta)
-        return self._releases(eps, dlt, int(d), float(bound_x), float(bound_y), rho)
+        return list(
+            _cached_releases(self._releases, eps, dlt, int(d), float(bound_x), float(bound_y), rho)
+        )
 
     def fit(
         self,
@@ -362,12 +391,7 @@ class Algorithm:
         xtx_offset : float
             ``c`` in ``A = X^T X + c I`` (Wang's code: 1).
         """
-        if not isinstance(stats, SuffStats):
-            raise DPRegError("stats must be a dpreg.stats.SuffStats")
-        if not (0.0 < rho < 1.0):
-            raise DPRegError(f"rho must lie in (0, 1), got {rho!r}")
-        if not (xtx_offset >= 0 and math.isfinite(xtx_offset)):
-            raise DPRegError(f"xtx_offset must be a finite number >= 0, got {xtx_offset!r}")
+        _check_run_params(stats, rho, xtx_offset)
         rel = self.releases(
             epsilon=epsilon,
             delta=delta,
@@ -379,6 +403,67 @@ class Algorithm:
         return self._fit(
             stats, rel, rng=rng, size=int(size), rho=float(rho), xtx_offset=float(xtx_offset)
         )
+
+    def fit_grid(
+        self,
+        stats: SuffStats,
+        *,
+        epsilons: list[float],
+        delta: float,
+        rngs: list[np.random.Generator],
+        size: int = 1,
+        rho: float = 0.05,
+        xtx_offset: float = 1.0,
+    ) -> FitResult:
+        """:meth:`fit` for every epsilon of a grid, each with its own ``rng``.
+
+        The noise of each epsilon is drawn from its own generator exactly as
+        :meth:`fit` draws it; all ``len(epsilons) * size`` noisy systems are
+        then solved in one stacked call.  Results are bit-identical to
+        calling :meth:`fit` per epsilon and concatenating (a batched solve
+        treats every matrix independently).
+        """
+        _check_run_params(stats, rho, xtx_offset)
+        if not self.private:
+            # no noise: every epsilon gives the same coefficients; fit them once
+            one = self._fit(
+                stats, [], rng=rngs[0], size=int(size), rho=float(rho), xtx_offset=float(xtx_offset)
+            )
+            k = len(epsilons)
+            return FitResult(
+                np.tile(one.theta, (k, 1)), np.tile(one.lam, k), np.tile(one.failed, k)
+            )
+        parts = []
+        for eps, rng in zip(epsilons, rngs, strict=True):
+            rel = self.releases(
+                epsilon=eps,
+                delta=delta,
+                d=stats.d,
+                bound_x=stats.bound_x,
+                bound_y=stats.bound_y,
+                rho=rho,
+            )
+            parts.append(
+                self._fit(
+                    stats,
+                    rel,
+                    rng=rng,
+                    size=int(size),
+                    rho=float(rho),
+                    xtx_offset=float(xtx_offset),
+                    solve=False,
+                )
+            )
+        if isinstance(parts[0], FitResult):
+            return FitResult(
+                np.concatenate([p.theta for p in parts]),
+                np.concatenate([p.lam for p in parts]),
+                np.concatenate([p.failed for p in parts]),
+            )
+        A = np.concatenate([p[0] for p in parts])
+        b = np.concatenate([p[1] for p in parts])
+        theta, failed = solve_batched(A, b)
+        return FitResult(theta, np.concatenate([p[2] for p in parts]), failed)
 
 
 def _adassp_fit(matrix_noise: Callable, shift: Callable[[float], float]) -> Callable:
@@ -541,6 +626,8 @@ def get_algorithm(name: str) -> Algorithm:
         from dpreg.peers import PEERS
 
         if name in PEERS:
-            raise DPRegError(f"{name!r} is an external peer run by the sweep, not a registry algorithm")
+            raise DPRegError(
+                f"{name!r} is an external peer run by the sweep, not a registry algorithm"
+            )
         check_choice(name, "algorithm", [*ALGORITHMS, *PEERS])
     return ALGORITHMS[name]

@@ -1006,9 +1006,9 @@ def prepare_dataset(
         raise
 
 
-def _open_prepared(table_path: str | os.PathLike) -> pq.ParquetFile:
+def _open_prepared(table_path: str | os.PathLike, *, pre_buffer: bool = True) -> pq.ParquetFile:
     try:
-        pf = pq.ParquetFile(table_path)
+        pf = pq.ParquetFile(table_path, pre_buffer=pre_buffer)
     except (OSError, pa.ArrowException) as exc:
         raise DPRegError(f"cannot read prepared table {str(table_path)!r}: {exc}") from None
     if pf.metadata.num_columns < 2:
@@ -1060,9 +1060,15 @@ def iter_prepared(
         or chunk_rows < 1
     ):
         raise DPRegError(f"chunk_rows must be an integer >= 1, got {chunk_rows!r}")
-    pf = _open_prepared(table_path)
+    pf = _open_prepared(table_path, pre_buffer=False)
     d = pf.metadata.num_columns - 1
-    for batch in pf.iter_batches(batch_size=chunk_rows):
+    # one row group at a time, single-threaded: bounded memory while streaming
+    batches = (
+        batch
+        for i in range(pf.num_row_groups)
+        for batch in pf.iter_batches(batch_size=chunk_rows, row_groups=[i], use_threads=False)
+    )
+    for batch in batches:
         X = np.empty((batch.num_rows, d), dtype=np.float64)
         for j in range(d):
             X[:, j] = batch.column(j).to_numpy()

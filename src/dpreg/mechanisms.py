@@ -36,6 +36,8 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import asdict, dataclass
+from functools import lru_cache
+from numbers import Real
 from typing import Literal
 
 import numpy as np
@@ -300,13 +302,24 @@ def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool 
 # --------------------------------------------------------------------------
 # draws
 # --------------------------------------------------------------------------
-def _check_draw(d: int, size: int, scale: float | np.ndarray) -> np.ndarray:
+def _check_draw(d: int, size: int, scale: float) -> float:
     check_positive_int(d, "d")
     check_positive_int(size, "size")
-    s = np.asarray(scale, dtype=float)
-    if not np.all(np.isfinite(s)) or np.any(s < 0):
+    if isinstance(scale, bool) or not isinstance(scale, Real):
+        raise DPRegError(f"noise scale must be a real number, got {scale!r}")
+    s = float(scale)
+    if not (math.isfinite(s) and s >= 0):
         raise DPRegError(f"noise scale must be finite and >= 0, got {scale!r}")
     return s
+
+
+@lru_cache(maxsize=256)
+def _triu(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Upper-triangle indices of a d x d matrix (cached; read-only)."""
+    iu = np.triu_indices(d)
+    for a in iu:
+        a.setflags(write=False)
+    return iu
 
 
 def symmetric_noise(d: int, *, scale: float, rng: np.random.Generator, size: int) -> np.ndarray:
@@ -317,7 +330,7 @@ def symmetric_noise(d: int, *, scale: float, rng: np.random.Generator, size: int
     ``scale^2`` (Kalaja 2020, Algorithm 3, step 4).  Shape ``(size, d, d)``.
     """
     s = _check_draw(d, size, scale)
-    iu = np.triu_indices(d)
+    iu = _triu(d)
     z = rng.standard_normal((size, iu[0].size))
     out = np.empty((size, d, d))
     out[:, iu[0], iu[1]] = z

@@ -13,12 +13,14 @@ the number of cores.
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 
 import numpy as np
 
 __all__ = ["as_generator", "seed_sequence", "stable_id"]
 
 
+@lru_cache(maxsize=65536, typed=True)
 def stable_id(value: object) -> int:
     """A 32-bit integer id of ``value`` that is the same in every process.
 

@@ -156,28 +156,29 @@ def sweep_source(
                 )
             )
             continue
+        ledgers: dict[str, dict] = {}
         for fd in fold_statistics(source, spec, folds=folds):
             for alg in algs:
-                thetas, lams, fails = [], [], []
-                for eps in eps_grid:
-                    rng = np.random.default_rng(
-                        seed_sequence(seed, dataset, vname, fd.fold, alg.name, eps)
+                if alg.name not in ledgers:
+                    ledgers[alg.name] = trial_columns(
+                        alg.name, eps_grid, delta=delta, d=fd.train.d, rho=rho
                     )
-                    res = alg.fit(
-                        fd.train,
-                        epsilon=eps,
-                        delta=delta,
-                        rng=rng,
-                        size=R,
-                        rho=rho,
-                        xtx_offset=xtx_offset,
-                    )
-                    thetas.append(res.theta)
-                    lams.append(res.lam)
-                    fails.append(res.failed)
-                ledger = trial_columns(alg.name, eps_grid, delta=delta, d=fd.train.d, rho=rho)
-                theta = np.concatenate(thetas)
-                failed = np.concatenate(fails)
+                ledger = ledgers[alg.name]
+                res = alg.fit_grid(
+                    fd.train,
+                    epsilons=eps_grid,
+                    delta=delta,
+                    rngs=[
+                        np.random.default_rng(
+                            seed_sequence(seed, dataset, vname, fd.fold, alg.name, eps)
+                        )
+                        for eps in eps_grid
+                    ],
+                    size=R,
+                    rho=rho,
+                    xtx_offset=xtx_offset,
+                )
+                theta, failed = res.theta, res.failed
                 safe = np.where(failed[:, None], 0.0, theta)
                 mse = np.where(failed, np.nan, fd.test.mse(safe))
                 r2 = np.where(failed, np.nan, fd.test.r2(safe))
@@ -190,7 +191,7 @@ def sweep_source(
                         "repeat": np.tile(np.arange(R), E),
                         "mse": mse,
                         "r2": r2,
-                        "lam": np.concatenate(lams),
+                        "lam": res.lam,
                         "failed": failed,
                         "outside_validity": np.repeat(
                             [alg.outside_validity(e) for e in eps_grid], R

@@ -1,0 +1,39 @@
+"""Snakemake adapter: summary table of one experiment -> its figure (PNG, PDF)."""
+
+import json
+import logging
+import sys
+
+smk = snakemake  # noqa: F821 (injected by Snakemake's script directive)
+
+log_file = open(smk.log[0], "w", buffering=1)  # kept open for the whole job
+sys.stderr = sys.stdout = log_file
+logging.basicConfig(
+    stream=log_file, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s"
+)
+logging.captureWarnings(True)
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+
+from dpreg.plots import plot_experiment  # noqa: E402
+from dpreg.summary import read_table  # noqa: E402
+
+plot = smk.params.plot
+dataset_info = {}
+for name, path in zip(plot["datasets"], smk.input.metas, strict=True):
+    with open(path, encoding="utf-8") as fh:
+        meta = json.load(fh)
+    dataset_info[name] = (meta["n"], meta["d"])
+
+plot_experiment(
+    read_table(smk.input.table),
+    experiment=plot["experiment"],
+    title=plot["title"],
+    dataset_info=dataset_info,
+    out_png=smk.output.png,
+    out_pdf=smk.output.pdf,
+    variants=plot["variants"],
+    algorithms=plot["algorithms"],
+)
