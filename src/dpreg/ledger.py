@@ -12,14 +12,14 @@ so that nobody mistakes the total for an end-to-end guarantee.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dpreg.algorithms import get_algorithm
 from dpreg.mechanisms import compose, gdp_delta
 from dpreg.preprocess import VariantSpec
 
-__all__ = ["ledger_entry", "nonprivate_statistics", "trial_columns"]
+__all__ = ["ledger_entry", "ledger_report", "nonprivate_statistics", "trial_columns"]
 
 
 def nonprivate_statistics(spec: VariantSpec) -> list[str]:
@@ -115,3 +115,61 @@ def trial_columns(
             "delta_exact": _fmt(tot["exact_delta"]),  # type: ignore[arg-type]
         }
     return out
+
+
+def ledger_report(config: Mapping[str, Any], dims: Mapping[str, int]) -> dict[str, Any]:
+    """The privacy ledger of a whole configuration, for ``provenance.json``.
+
+    Parameters
+    ----------
+    config : mapping
+        Validated config (``epsilons``, ``delta``, ``rho``, ``variants``,
+        ``experiments``).
+    dims : mapping
+        Dataset name -> number of features ``d`` after the recipe.
+
+    Returns
+    -------
+    dict
+        ``algorithms``: algorithm -> epsilon -> :func:`ledger_entry` (noise
+        scales do not depend on ``d`` except the functional mechanism's
+        sensitivity, which is recorded per dataset); ``variants``: variant ->
+        its options and the statistics it takes without noise.
+    """
+    from dpreg.peers import PEERS, peer_ledger
+
+    delta = float(config["delta"])
+    rho = float(config.get("rho", 0.05))
+    used = sorted({a for e in config["experiments"].values() for a in e["algorithms"]})
+    algorithms: dict[str, Any] = {}
+    for name in used:
+        if name in PEERS:
+            algorithms[name] = {repr(float(e)): peer_ledger(name, e) for e in config["epsilons"]}
+        elif name == "functional":
+            algorithms[name] = {
+                ds: {
+                    repr(float(e)): ledger_entry(name, epsilon=e, delta=delta, d=d, rho=rho)
+                    for e in config["epsilons"]
+                }
+                for ds, d in sorted(dims.items())
+            }
+        else:
+            d = max(dims.values()) if dims else 1
+            algorithms[name] = {
+                repr(float(e)): ledger_entry(name, epsilon=e, delta=delta, d=d, rho=rho)
+                for e in config["epsilons"]
+            }
+    variants = {}
+    for vname, v in sorted(config["variants"].items()):
+        spec = VariantSpec.from_dict(v, vname)
+        variants[vname] = {
+            "options": spec.to_dict(),
+            "nonprivate_statistics": nonprivate_statistics(spec),
+            "note": (
+                "the statistics are released with noise (see the trial tables' releases column)"
+                if spec.private_stats is not None
+                else "these statistics are taken from the data without noise (thesis option 2): "
+                "the composed total is the guarantee of the regression releases only"
+            ),
+        }
+    return {"algorithms": algorithms, "variants": variants}

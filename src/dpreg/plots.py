@@ -146,6 +146,7 @@ def plot_experiment(
     out_pdf: str | Path,
     variants: Sequence[str] | None = None,
     algorithms: Sequence[str] | None = None,
+    note: str | None = None,
     dpi: int = 150,
 ) -> Figure:
     """Draw one experiment's summary table: error vs epsilon, one panel per dataset.
@@ -167,6 +168,9 @@ def plot_experiment(
         Where to save the figure.
     variants, algorithms : sequence of str, optional
         Legend order (default: sorted names).
+    note : str, optional
+        A line printed under the title (e.g. that an optional peer was not
+        installed and its curve is missing).
     dpi : int
         Resolution of the PNG.
 
@@ -323,6 +327,8 @@ def plot_experiment(
         frameon=False,
     )
     fig.suptitle(title or experiment, fontsize=12)
+    if note:
+        fig.text(0.5, 0.955, note, ha="center", va="top", fontsize=8.5, color="0.3")
     fig.savefig(out_png, dpi=dpi, metadata={"Software": None})
     fig.savefig(out_pdf, metadata={"CreationDate": None, "ModDate": None, "Producer": None})
     return fig

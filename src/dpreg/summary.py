@@ -186,10 +186,18 @@ def summarise(trials: pd.DataFrame, *, experiment: str) -> pd.DataFrame:
     )
     out = out.join(stats, how="left")
     out["outside_validity"] = grouped["outside_validity"].any().astype(bool)
+    ledger = [c for c in LEDGER_COLUMNS if c in trials.columns]
+    if ledger:
+        led = trials[[*GROUP_KEYS, *ledger]].copy()
+        for col in ("dataset", "variant", "algorithm"):
+            led[col] = led[col].astype(str)
+        led["epsilon"] = pd.to_numeric(led["epsilon"]).astype(float)
+        out = out.join(led.groupby(GROUP_KEYS, sort=True)[ledger].first(), how="left")
     out = out.reset_index()
     out.insert(0, "experiment", experiment)
     out = out.sort_values(GROUP_KEYS, kind="mergesort").reset_index(drop=True)
-    return out[TABLE_COLUMNS].astype(_TABLE_DTYPES)
+    cols = TABLE_COLUMNS + [c for c in LEDGER_COLUMNS if c in out.columns]
+    return out[cols].astype({c: _TABLE_DTYPES[c] for c in cols})
 
 
 _TABLE_DTYPES: dict[str, Any] = {
@@ -208,7 +216,17 @@ _TABLE_DTYPES: dict[str, Any] = {
     "mse_q75": float,
     "r2_mean": float,
     "outside_validity": bool,
+    "releases": str,
+    "eps_basic": float,
+    "delta_basic": float,
+    "eps_exact": float,
+    "delta_exact": float,
 }
+
+#: Privacy-ledger columns carried from the trials into the table when present
+#: (constant within a row): the releases with their noise scales, the basic
+#: composition and the exact Gaussian-DP accounting (see :mod:`dpreg.ledger`).
+LEDGER_COLUMNS = ["releases", "eps_basic", "delta_basic", "eps_exact", "delta_exact"]
 
 
 def _as_bool(col: pd.Series, name: str) -> pd.Series:

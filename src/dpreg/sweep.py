@@ -378,15 +378,15 @@ def _assemble(
         frame[key] = np.concatenate(
             [np.repeat([led[key] for led in b["ledger"]], b["R"]) for b in blocks]
         )
-    frame["seed_key"] = (
-        f"{int(seed)}/{dataset}/"
-        + frame["variant"]
-        + "/"
-        + frame["fold"].astype(str)
-        + "/"
-        + frame["algorithm"]
-        + "/"
-        + frame["epsilon"].map(repr)
+    # one key per (variant, fold, algorithm, epsilon), repeated over the repeats
+    keys = [
+        f"{int(seed)}/{dataset}/{b['variant']}/{b['fold']}/{b['algorithm']}/{e!r}"
+        for b in blocks
+        for e in dict.fromkeys(b["epsilon"].tolist())
+    ]
+    frame["seed_key"] = np.repeat(
+        np.array(keys, dtype=object),
+        [b["R"] for b in blocks for _ in dict.fromkeys(b["epsilon"].tolist())],
     )
     return frame[TRIAL_COLUMNS]
 

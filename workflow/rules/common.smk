@@ -71,6 +71,10 @@ def _unknown(kind, name, where, known):
     )
 
 
+#: experiment id -> notes on optional algorithms that were not run
+SKIPPED = {}
+
+
 def _check_experiments(cfg):
     """Cross-check names; drop optional algorithms that are not installed."""
     datasets = list(cfg["datasets"])
@@ -90,6 +94,7 @@ def _check_experiments(cfg):
             if name in registered:
                 kept.append(name)
             elif name in optional:
+                SKIPPED.setdefault(exp_id, []).append(f"{name} not installed ({optional[name]})")
                 # dropped here, not in the sweep, so that installing the package
                 # later changes the job's params and reruns the affected sweeps
                 logger.warning(
@@ -245,6 +250,7 @@ def plot_kwargs(wildcards):
         "variants": list(exp["variants"]),
         "algorithms": list(exp["algorithms"]),
         "datasets": experiment_datasets(wildcards.experiment),
+        "note": "; ".join(SKIPPED.get(wildcards.experiment, [])) or None,
     }
 
 

@@ -36,4 +36,5 @@ plot_experiment(
     out_pdf=smk.output.pdf,
     variants=plot["variants"],
     algorithms=plot["algorithms"],
+    note=plot.get("note"),
 )

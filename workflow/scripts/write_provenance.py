@@ -13,6 +13,7 @@ logging.basicConfig(
 )
 logging.captureWarnings(True)
 
+from dpreg.ledger import ledger_report  # noqa: E402
 from dpreg.summary import provenance, write_json  # noqa: E402
 
 metas = {}
@@ -22,5 +23,8 @@ for name, path in zip(smk.params.datasets, smk.input.metas, strict=True):
 tables = dict(zip(smk.params.experiments, smk.input.tables, strict=True))
 
 record = provenance(config=smk.params.config, metas=metas, tables=tables)
+record["privacy_ledger"] = ledger_report(
+    smk.params.config, {name: int(meta["d"]) for name, meta in metas.items()}
+)
 write_json(record, smk.output.provenance)
 logging.info("config sha256 %s", record["config_sha256"])
