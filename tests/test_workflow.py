@@ -242,7 +242,7 @@ def test_dry_run_with_slurm_profile(tmp_path):
     assert "run_sweep" in proc.stdout + proc.stderr
 
 
-def test_added_datasets_are_planned_with_their_files_as_input(tmp_path):
+def test_added_datasets_flow_into_their_figure(tmp_path):
     """The config/README.md examples: wine-red from the mirror, a local CSV by path."""
     cfg = tiny_config()
     cfg["datasets"]["wine-red"] = {"uci_id": 186}
@@ -260,6 +260,13 @@ def test_added_datasets_are_planned_with_their_files_as_input(tmp_path):
     out = proc.stdout + proc.stderr
     assert "data/houses.csv" in out
     assert "resources/mirror/wine-red/data.csv" in out
+    # and, with no code change, all the way into the experiment's figure and table
+    snakemake(run, "--cores", "2", "results/figures/added.png", "results/tables/added.csv")
+    assert (run / "results" / "figures" / "added.png").stat().st_size > 10_000
+    table = pd.read_csv(run / "results" / "tables" / "added.csv")
+    assert set(table["dataset"]) == {"wine-red", "houses"}
+    assert (table["trials"] == 3 * 2).all()  # tiny config: 3 folds x 2 repeats
+    assert table["mse_mean"].notna().all()
 
 
 # --------------------------------------------------------------------------

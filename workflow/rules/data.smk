@@ -12,6 +12,8 @@ rule prepare_dataset:
         mirror=config["mirror"],
     log:
         "logs/prepare_dataset/{dataset}.log",
+    benchmark:
+        "logs/benchmarks/prepare_dataset/{dataset}.tsv"
     threads: 1
     resources:
         mem_mb=4096,

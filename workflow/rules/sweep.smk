@@ -12,6 +12,8 @@ rule run_sweep:
         sweep=sweep_kwargs,
     log:
         "logs/run_sweep/{experiment}/{dataset}.log",
+    benchmark:
+        "logs/benchmarks/run_sweep/{experiment}/{dataset}.tsv"
     # one thread: linear algebra is d x d per trial, and a single BLAS thread
     # keeps results independent of the machine's core count
     threads: 1
