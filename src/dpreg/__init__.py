@@ -3,19 +3,31 @@
 Sufficient-statistics perturbation (SSP) and AdaSSP (Wang 2018), their
 corrected versions (Kalaja 2020), analytic and Gaussian-DP calibrations,
 pre-processing variants and a cross-validated sweep engine.
+
+The top-level names are loaded on first use (PEP 562), so ``import dpreg``
+and light submodules such as :mod:`dpreg.joblog` stay cheap.
 """
 
-from dpreg._validation import DPRegError
-from dpreg.estimator import PrivateLinearRegression
-from dpreg.mechanisms import gaussian_sigma
-from dpreg.stats import SuffStats
+from importlib import import_module
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "DPRegError",
-    "PrivateLinearRegression",
-    "SuffStats",
-    "__version__",
-    "gaussian_sigma",
-]
+_LAZY = {
+    "DPRegError": "dpreg._validation",
+    "PrivateLinearRegression": "dpreg.estimator",
+    "SuffStats": "dpreg.stats",
+    "gaussian_sigma": "dpreg.mechanisms",
+}
+
+__all__ = ["DPRegError", "PrivateLinearRegression", "SuffStats", "__version__", "gaussian_sigma"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'dpreg' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

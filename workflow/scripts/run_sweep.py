@@ -1,16 +1,12 @@
 """Snakemake adapter: every trial of one (experiment, dataset) -> a trial file."""
 
 import logging
-import sys
 
 smk = snakemake  # noqa: F821 (injected by Snakemake's script directive)
 
-log_file = open(smk.log[0], "w", buffering=1)  # kept open for the whole job
-sys.stderr = sys.stdout = log_file
-logging.basicConfig(
-    stream=log_file, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s"
-)
-logging.captureWarnings(True)
+from dpreg.joblog import log_to_file  # noqa: E402 (light: only logging)
+
+log_file = log_to_file(smk.log[0])
 
 from dpreg.summary import write_trials  # noqa: E402
 from dpreg.sweep import sweep_dataset  # noqa: E402

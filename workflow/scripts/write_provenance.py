@@ -2,16 +2,12 @@
 
 import json
 import logging
-import sys
 
 smk = snakemake  # noqa: F821 (injected by Snakemake's script directive)
 
-log_file = open(smk.log[0], "w", buffering=1)  # kept open for the whole job
-sys.stderr = sys.stdout = log_file
-logging.basicConfig(
-    stream=log_file, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s"
-)
-logging.captureWarnings(True)
+from dpreg.joblog import log_to_file  # noqa: E402 (light: only logging)
+
+log_file = log_to_file(smk.log[0])
 
 from dpreg.ledger import ledger_report  # noqa: E402
 from dpreg.summary import provenance, write_json  # noqa: E402
