@@ -345,6 +345,26 @@ def test_first_repeats_unchanged_when_size_grows(name, stats):
 # --------------------------------------------------------------------------
 # private algorithms rebuilt by hand from SPEC section 3 and the same streams
 # --------------------------------------------------------------------------
+def _matrix_by_hand(name: str, z: np.ndarray, d: int, scale: float) -> np.ndarray:
+    """Noise matrices from each repeat's normals, written out entry by entry."""
+    out = np.empty((z.shape[0], d, d))
+    for r in range(z.shape[0]):
+        if MATRIX_NOISE[name] is mech.symmetric_noise:
+            k = 0
+            for i in range(d):
+                for j in range(i, d):  # upper triangle, row by row, mirrored
+                    out[r, i, j] = out[r, j, i] = z[r, k]
+                    k += 1
+        else:
+            G = z[r].reshape(d, d)
+            out[r] = G if MATRIX_NOISE[name] is mech.full_noise else (G + G.T) / 2
+    return out * scale
+
+
+def _width(name: str, d: int) -> int:
+    return d * (d + 1) // 2 if MATRIX_NOISE[name] is mech.symmetric_noise else d * d
+
+
 MATRIX_NOISE = {
     "ssp-wang": mech.full_noise,
     "ssp": mech.symmetric_noise,
@@ -400,9 +420,10 @@ def test_adassp_lambda_and_theta_by_hand(name, wide_stats):
             rho=rho,
             xtx_offset=c,
         )
-        # spawn semantics: (lambda, XtX, Xty) streams
-        g_l, g_A, g_b = np.random.default_rng(77).spawn(3)
-        z = g_l.standard_normal(R)
+        # one block of normals per repeat: [lambda | XtX | Xty]
+        w = _width(name, d)
+        Z = np.random.default_rng(77).standard_normal((R, 1 + w + d))
+        z = Z[:, 0]
         lam = adassp_lambda_by_hand(name, lam_min, z, eps, DELTA, d, bx, rho)
         np.testing.assert_allclose(res.lam, lam, rtol=1e-9, atol=1e-9)
         seen_zero |= bool(np.any(lam == 0))
@@ -417,8 +438,8 @@ def test_adassp_lambda_and_theta_by_hand(name, wide_stats):
         seen_clipped_tilde |= bool(
             np.any(lam_min + sigma_l * z - shift * sigma_l < 0) and np.any(lam > 0)
         )
-        E = MATRIX_NOISE[name](d, scale=sig[1], rng=g_A, size=R)
-        e = mech.vector_noise(d, scale=sig[2], rng=g_b, size=R)
+        E = _matrix_by_hand(name, Z[:, 1 : 1 + w], d, sig[1])
+        e = Z[:, 1 + w :] * sig[2]
         theta = np.stack(
             [np.linalg.solve(A + E[r] + lam[r] * np.eye(d), st.xty + e[r]) for r in range(R)]
         )
@@ -435,10 +456,12 @@ def test_ssp_theta_by_hand(name, c, wide_stats):
     res = ALGORITHMS[name].fit(
         st, epsilon=eps, delta=DELTA, rng=np.random.default_rng(8), size=R, xtx_offset=c
     )
-    g_A, g_b = np.random.default_rng(8).spawn(2)
+    # one block of normals per repeat: [XtX | Xty]
+    w = _width(name, d)
+    Z = np.random.default_rng(8).standard_normal((R, w + d))
     sig = closed_form_scales(name, eps, DELTA, d, bx, by)
-    E = MATRIX_NOISE[name](d, scale=sig[0], rng=g_A, size=R)
-    e = mech.vector_noise(d, scale=sig[1], rng=g_b, size=R)
+    E = _matrix_by_hand(name, Z[:, :w], d, sig[0])
+    e = Z[:, w:] * sig[1]
     A = st.xtx + c * np.eye(d)
     theta = np.stack([np.linalg.solve(A + E[r], st.xty + e[r]) for r in range(R)])
     np.testing.assert_allclose(res.theta, theta, rtol=1e-8, atol=1e-10)
@@ -454,10 +477,10 @@ def test_functional_theta_by_hand(wide_stats):
         st, epsilon=eps, delta=DELTA, rng=np.random.default_rng(9), size=R, xtx_offset=c
     )
     b = (d * bx * bx + 2 * math.sqrt(d) * bx * by) / eps
-    g_M, g_v = np.random.default_rng(9).spawn(2)
+    # one block of Laplace variables per repeat: [quadratic coefficients | linear ones]
     iu = np.triu_indices(d)
-    nm = g_M.laplace(0.0, 1.0, size=(R, iu[0].size)) * b
-    nv = g_v.laplace(0.0, 1.0, size=(R, d)) * b
+    L = np.random.default_rng(9).laplace(0.0, 1.0, size=(R, iu[0].size + d)) * b
+    nm, nv = L[:, : iu[0].size], L[:, iu[0].size :]
     theta = []
     for r in range(R):
         M = st.xtx + c * np.eye(d)

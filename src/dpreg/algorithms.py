@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 
 import numpy as np
@@ -42,7 +42,14 @@ from dpreg._validation import DPRegError, check_choice, check_delta, check_epsil
 from dpreg.mechanisms import Release
 from dpreg.stats import SuffStats
 
-__all__ = ["ALGORITHMS", "Algorithm", "FitResult", "get_algorithm", "solve_batched"]
+__all__ = [
+    "ALGORITHMS",
+    "Algorithm",
+    "FitResult",
+    "draw_noise",
+    "get_algorithm",
+    "solve_batched",
+]
 
 
 @dataclass(frozen=True)
@@ -233,17 +240,57 @@ def _finish(A: np.ndarray, b: np.ndarray, lam: np.ndarray, solve: bool):
     return FitResult(theta, lam, failed)
 
 
-def _fit_ssp_like(stats, rel, *, rng, size, rho, xtx_offset, matrix_noise, solve=True):
-    d = stats.d
-    g_A, g_b = rng.spawn(2)
-    A = _offset_matrix(stats, xtx_offset) + matrix_noise(d, scale=rel[0].scale, rng=g_A, size=size)
-    b = stats.xty + mech.vector_noise(d, scale=rel[1].scale, rng=g_b, size=size)
+def draw_noise(
+    kinds: tuple[str, ...], releases: list[Release], d: int, *, rng: np.random.Generator, size: int
+) -> list[np.ndarray]:
+    """The noise of every release of one run, ``size`` repeats at once.
+
+    Gaussian releases: each repeat consumes one contiguous block of standard
+    normals, ``[release 1 | release 2 | ...]`` in the order of ``releases``
+    (``kinds`` says how each part is shaped: ``scalar``, ``vector`` or a
+    matrix kind of :func:`dpreg.mechanisms.matrix_from_normals`).  The
+    functional mechanism (``kinds == ("functional",)``) draws one block of
+    Laplace variables per repeat: the ``d(d+1)/2`` quadratic coefficients,
+    then the ``d`` linear ones.  One generator, one call, repeat-major: the
+    first ``R`` repeats do not change when ``size`` grows.
+
+    Returns one array per release (``(size,)``, ``(size, d)`` or
+    ``(size, d, d)``); for the functional mechanism the symmetric noise on
+    ``X^T X`` and the noise on ``X^T y``, both already halved where the
+    objective's coefficient is twice the statistic.
+    """
+    if kinds == ("functional",):
+        b = releases[0].scale
+        m = d * (d + 1) // 2
+        lap = mech.laplace_noise((size, m + d), scale=b, rng=rng)
+        iu = mech._triu(d)
+        quad = lap[:, :m].copy()
+        quad[:, iu[0] != iu[1]] *= 0.5  # noise on the coefficient 2 M_jl -> half on M_jl
+        return [mech.matrix_from_normals("symmetric", quad, d, 1.0), 0.5 * lap[:, m:]]
+    widths = [mech.noise_width(k, d) for k in kinds]
+    z = rng.standard_normal((size, sum(widths)))
+    out = []
+    lo = 0
+    for kind, width, rel in zip(kinds, widths, releases, strict=True):
+        part = z[:, lo : lo + width]
+        lo += width
+        if kind == "scalar":
+            out.append(part[:, 0] * rel.scale)
+        elif kind == "vector":
+            out.append(part * rel.scale)
+        else:
+            out.append(mech.matrix_from_normals(kind, part, d, rel.scale))
+    return out
+
+
+def _fit_ssp_like(stats, rel, *, rng, size, rho, xtx_offset, kinds, solve=True):
+    E, e = draw_noise(kinds, rel, stats.d, rng=rng, size=size)
+    A = _offset_matrix(stats, xtx_offset) + E
+    b = stats.xty + e
     return _finish(A, b, np.full(size, np.nan), solve)
 
 
-def _fit_adassp_like(
-    stats, rel, *, rng, size, rho, xtx_offset, matrix_noise, shift_factor, solve=True
-):
+def _fit_adassp_like(stats, rel, *, rng, size, rho, xtx_offset, kinds, shift_factor, solve=True):
     """AdaSSP (Wang 2018, Algorithm 2) with every scale written through sigma_lambda.
 
     ``lam_tilde = max(lam_min + sigma_l z - shift * sigma_l, 0)``,
@@ -251,17 +298,15 @@ def _fit_adassp_like(
     ``theta = (A + E + lam I)^{-1} (b + e)``.
     """
     d = stats.d
-    r_lam, r_A, r_b = rel
-    g_l, g_A, g_b = rng.spawn(3)
-    sigma_l = r_lam.scale
+    sigma_l = rel[0].scale
+    noise_l, E, e = draw_noise(kinds, rel, d, rng=rng, size=size)
     lam_min = stats.lambda_min(xtx_offset)
-    z = g_l.standard_normal(size)
-    lam_tilde = np.maximum(lam_min + sigma_l * z - shift_factor * sigma_l, 0.0)
+    lam_tilde = np.maximum(lam_min + noise_l - shift_factor * sigma_l, 0.0)
     lam = np.maximum(0.0, math.sqrt(d * math.log(2.0 * d * d / rho)) * sigma_l - lam_tilde)
-    A = _offset_matrix(stats, xtx_offset) + matrix_noise(d, scale=r_A.scale, rng=g_A, size=size)
+    A = _offset_matrix(stats, xtx_offset) + E
     idx = np.arange(d)
     A[:, idx, idx] += lam[:, None]
-    b = stats.xty + mech.vector_noise(d, scale=r_b.scale, rng=g_b, size=size)
+    b = stats.xty + e
     return _finish(A, b, lam, solve)
 
 
@@ -275,18 +320,9 @@ def _fit_functional(stats, rel, *, rng, size, rho, xtx_offset, solve=True):
     solves ``(M~ + c I) theta = beta~`` (``c = xtx_offset`` keeps it
     comparable with the SSP family).
     """
-    d = stats.d
-    b_scale = rel[0].scale
-    g_M, g_v = rng.spawn(2)
-    iu = mech._triu(d)
-    noise = mech.laplace_noise((size, iu[0].size), scale=b_scale, rng=g_M)
-    off = iu[0] != iu[1]
-    noise[:, off] *= 0.5  # noise on 2 M_jl -> half of it on M_jl
-    E = np.empty((size, d, d))
-    E[:, iu[0], iu[1]] = noise
-    E[:, iu[1], iu[0]] = noise
-    beta = stats.xty + 0.5 * mech.laplace_noise((size, d), scale=b_scale, rng=g_v)
-    return _finish(_offset_matrix(stats, xtx_offset) + E, beta, np.full(size, np.nan), solve)
+    E, v = draw_noise(("functional",), rel, stats.d, rng=rng, size=size)
+    A = _offset_matrix(stats, xtx_offset) + E
+    return _finish(A, stats.xty + v, np.full(size, np.nan), solve)
 
 
 def _check_run_params(stats: object, rho: float, xtx_offset: float) -> None:
@@ -340,6 +376,7 @@ class Algorithm:
     _fit: Callable[..., FitResult] = field(repr=False)
     reproduction: bool = False
     description: str = ""
+    noise_kinds: tuple[str, ...] = ()
 
     def outside_validity(self, epsilon: float) -> bool:
         """Whether ``epsilon`` puts a classical-style calibration outside its proof."""
@@ -410,13 +447,14 @@ class Algorithm:
         *,
         epsilons: list[float],
         delta: float,
-        rngs: list[np.random.Generator],
+        rngs: list[np.random.Generator | None],
         size: int = 1,
         rho: float = 0.05,
         xtx_offset: float = 1.0,
     ) -> FitResult:
         """:meth:`fit` for every epsilon of a grid, each with its own ``rng``.
 
+        Non-private algorithms draw nothing (their ``rngs`` may be None).
         The noise of each epsilon is drawn from its own generator exactly as
         :meth:`fit` draws it; all ``len(epsilons) * size`` noisy systems are
         then solved in one stacked call.  Results are bit-identical to
@@ -427,7 +465,7 @@ class Algorithm:
         if not self.private:
             # no noise: every epsilon gives the same coefficients; fit them once
             one = self._fit(
-                stats, [], rng=rngs[0], size=int(size), rho=float(rho), xtx_offset=float(xtx_offset)
+                stats, [], rng=None, size=int(size), rho=float(rho), xtx_offset=float(xtx_offset)
             )
             k = len(epsilons)
             return FitResult(
@@ -466,12 +504,23 @@ class Algorithm:
         return FitResult(theta, np.concatenate([p[2] for p in parts]), failed)
 
 
-def _adassp_fit(matrix_noise: Callable, shift: Callable[[float], float]) -> Callable:
+#: How each private algorithm's noise block is laid out (see :func:`draw_noise`).
+_KINDS = {
+    "ssp-wang": ("full", "vector"),
+    "ssp": ("symmetric", "vector"),
+    "ssp-gdp": ("symmetric", "vector"),
+    "adassp-wang": ("scalar", "wang", "vector"),
+    "adassp": ("scalar", "symmetric", "vector"),
+    "adassp-analytic": ("scalar", "symmetric", "vector"),
+    "adassp-gdp": ("scalar", "symmetric", "vector"),
+    "functional": ("functional",),
+}
+
+
+def _adassp_fit(name: str, shift: Callable[[float], float]) -> Callable:
     def fit(stats, rel, **kw):
         delta = 3.0 * rel[0].delta  # each AdaSSP release carries delta / 3
-        return _fit_adassp_like(
-            stats, rel, matrix_noise=matrix_noise, shift_factor=shift(delta), **kw
-        )
+        return _fit_adassp_like(stats, rel, kinds=_KINDS[name], shift_factor=shift(delta), **kw)
 
     return fit
 
@@ -487,8 +536,8 @@ def _kalaja_shift(delta: float) -> float:
 
 
 def _make_registry() -> dict[str, Algorithm]:
-    ssp_wang_fit = partial(_fit_ssp_like, matrix_noise=mech.full_noise)
-    ssp_fit = partial(_fit_ssp_like, matrix_noise=mech.symmetric_noise)
+    ssp_wang_fit = partial(_fit_ssp_like, kinds=_KINDS["ssp-wang"])
+    ssp_fit = partial(_fit_ssp_like, kinds=_KINDS["ssp"])
     algs = [
         Algorithm(
             "trivial",
@@ -565,7 +614,7 @@ def _make_registry() -> dict[str, Algorithm]:
             True,
             3.0,
             _releases_adassp_wang,
-            _adassp_fit(mech.wang_symmetric_noise, _wang_shift),
+            _adassp_fit("adassp-wang", _wang_shift),
             reproduction=True,
             description="Wang's Algorithm 2 as in his code",
         ),
@@ -577,7 +626,7 @@ def _make_registry() -> dict[str, Algorithm]:
             True,
             3.0,
             _releases_adassp,
-            _adassp_fit(mech.symmetric_noise, _kalaja_shift),
+            _adassp_fit("adassp", _kalaja_shift),
             description="Kalaja Alg. 3: classical Gaussian at (ε/3, δ/3)",
         ),
         Algorithm(
@@ -588,7 +637,7 @@ def _make_registry() -> dict[str, Algorithm]:
             True,
             None,
             _releases_adassp_analytic,
-            _adassp_fit(mech.symmetric_noise, _wang_shift),
+            _adassp_fit("adassp-analytic", _wang_shift),
             description="AdaSSP with the analytic Gaussian at (ε/3, δ/3)",
         ),
         Algorithm(
@@ -599,7 +648,7 @@ def _make_registry() -> dict[str, Algorithm]:
             True,
             None,
             _releases_adassp_gdp,
-            _adassp_fit(mech.symmetric_noise, _wang_shift),
+            _adassp_fit("adassp-gdp", _wang_shift),
             description="AdaSSP with exact mu-GDP accounting",
         ),
         Algorithm(
@@ -614,7 +663,7 @@ def _make_registry() -> dict[str, Algorithm]:
             description="Zhang et al. 2012, Laplace noise on the objective",
         ),
     ]
-    return {a.name: a for a in algs}
+    return {a.name: replace(a, noise_kinds=_KINDS.get(a.name, ())) for a in algs}
 
 
 ALGORITHMS: dict[str, Algorithm] = _make_registry()

@@ -146,7 +146,7 @@ from dpreg._validation import (
     check_epsilon,
     check_positive_int,
 )
-from dpreg.algorithms import ALGORITHMS
+from dpreg.algorithms import ALGORITHMS, draw_noise
 from dpreg.mechanisms import Release
 from dpreg.seeding import seed_sequence
 from dpreg.stats import SuffStats
@@ -416,15 +416,22 @@ def simulate_releases(
 ) -> list[np.ndarray]:
     """The noisy releases of ``name`` on ``stats``, one array per noise block.
 
-    Drawn with the project's draw functions from ``rng.spawn(k)`` in the
-    order :meth:`Algorithm.fit` uses (``lambda_min``, ``X^T X``, ``X^T y``; the
-    functional mechanism's quadratic then linear coefficients), so the same
-    generator state gives exactly the noise ``fit`` adds.  Matrices are
-    ``(size, d, d)`` without ``xtx_offset``; ``lambda_min`` is of ``X^T X``.
+    For a registered algorithm the noise comes from
+    :func:`dpreg.algorithms.draw_noise`, the very function
+    :meth:`Algorithm.fit` draws with (one block per repeat: ``lambda_min``,
+    ``X^T X``, ``X^T y``; the functional mechanism's quadratic then linear
+    coefficients), so the same generator state gives exactly the noise
+    ``fit`` adds.  Raw mechanisms draw each block from ``rng.spawn(k)``.
+    Matrices are ``(size, d, d)`` without ``xtx_offset``; ``lambda_min`` is
+    of ``X^T X``.
     """
     size = check_positive_int(size, "size")
     rel = _claimed_releases(name, epsilon=epsilon, delta=delta, d=stats.d)
     blocks = _blocks_for(name, rel, d=stats.d, noise_factor=noise_factor)
+    if name in ALGORITHMS:
+        scaled = [dataclasses.replace(r, scale=r.scale * noise_factor) for r in rel]
+        noise = draw_noise(ALGORITHMS[name].noise_kinds, scaled, stats.d, rng=rng, size=size)
+        return [b.statistic(stats) + n for b, n in zip(blocks, noise, strict=True)]
     gens = rng.spawn(len(blocks))
     return [
         b.statistic(stats) + b.noise(rng=g, size=size) for b, g in zip(blocks, gens, strict=True)

@@ -61,7 +61,10 @@ __all__ = [
     "classical_sigma",
     "classical_valid",
     "compose",
+    "MATRIX_KINDS",
     "full_noise",
+    "matrix_from_normals",
+    "noise_width",
     "gaussian_sigma",
     "gdp_delta",
     "gdp_epsilon",
@@ -322,6 +325,50 @@ def _triu(d: int) -> tuple[np.ndarray, np.ndarray]:
     return iu
 
 
+#: Matrix noise layouts: ``symmetric`` (upper triangle i.i.d., mirrored),
+#: ``wang`` (``(G + G^T)/2``) and ``full`` (non-symmetric ``G``).
+MATRIX_KINDS = ("symmetric", "wang", "full")
+
+
+def noise_width(kind: str, d: int) -> int:
+    """How many standard normals one draw of ``kind`` consumes."""
+    if kind == "scalar":
+        return 1
+    if kind == "vector":
+        return d
+    if kind == "symmetric":
+        return d * (d + 1) // 2
+    if kind in ("wang", "full"):
+        return d * d
+    raise DPRegError(
+        f"unknown noise kind {kind!r}; known: scalar, vector, {', '.join(MATRIX_KINDS)}"
+    )
+
+
+def matrix_from_normals(kind: str, z: np.ndarray, d: int, scale: float) -> np.ndarray:
+    """``(size, d, d)`` noise matrices from standard normals ``z`` of shape ``(size, width)``.
+
+    ``symmetric``: ``z`` fills the upper triangle (diagonal included) and is
+    mirrored, so every entry has variance ``scale^2`` (Kalaja 2020,
+    Algorithm 3).  ``wang``: ``scale (G + G^T)/2`` with ``G`` the reshaped
+    ``z`` (diagonal variance ``scale^2``, off-diagonal ``scale^2/2``; Wang's
+    code).  ``full``: ``scale G`` (Wang's SSP code, not symmetric).
+    """
+    size = z.shape[0]
+    if kind == "symmetric":
+        iu = _triu(d)
+        out = np.empty((size, d, d))
+        out[:, iu[0], iu[1]] = z
+        out[:, iu[1], iu[0]] = z
+        return out * scale
+    g = z.reshape(size, d, d)
+    if kind == "wang":
+        return (g + np.swapaxes(g, 1, 2)) * (0.5 * scale)
+    if kind == "full":
+        return g * scale
+    raise DPRegError(f"unknown matrix noise kind {kind!r}; known: {', '.join(MATRIX_KINDS)}")
+
+
 def symmetric_noise(d: int, *, scale: float, rng: np.random.Generator, size: int) -> np.ndarray:
     """``size`` symmetric ``d x d`` Gaussian matrices, every entry ``N(0, scale^2)``.
 
@@ -330,12 +377,8 @@ def symmetric_noise(d: int, *, scale: float, rng: np.random.Generator, size: int
     ``scale^2`` (Kalaja 2020, Algorithm 3, step 4).  Shape ``(size, d, d)``.
     """
     s = _check_draw(d, size, scale)
-    iu = _triu(d)
-    z = rng.standard_normal((size, iu[0].size))
-    out = np.empty((size, d, d))
-    out[:, iu[0], iu[1]] = z
-    out[:, iu[1], iu[0]] = z
-    return out * s
+    z = rng.standard_normal((size, noise_width("symmetric", d)))
+    return matrix_from_normals("symmetric", z, d, s)
 
 
 def wang_symmetric_noise(
@@ -347,14 +390,13 @@ def wang_symmetric_noise(
     ``scale^2 / 2``.  Shape ``(size, d, d)``.
     """
     s = _check_draw(d, size, scale)
-    g = rng.standard_normal((size, d, d))
-    return (g + np.swapaxes(g, 1, 2)) * (0.5 * s)
+    return matrix_from_normals("wang", rng.standard_normal((size, d * d)), d, s)
 
 
 def full_noise(d: int, *, scale: float, rng: np.random.Generator, size: int) -> np.ndarray:
     """A non-symmetric i.i.d. ``N(0, scale^2)`` ``d x d`` matrix per repeat (Wang's SSP code)."""
     s = _check_draw(d, size, scale)
-    return rng.standard_normal((size, d, d)) * s
+    return matrix_from_normals("full", rng.standard_normal((size, d * d)), d, s)
 
 
 def vector_noise(d: int, *, scale: float, rng: np.random.Generator, size: int) -> np.ndarray:

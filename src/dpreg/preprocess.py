@@ -35,8 +35,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from dpreg._validation import DPRegError, check_choice
-from dpreg.stats import ScoreStats, SuffStats, check_rows_within_bounds
+from dpreg._validation import DPRegError, check_choice, check_finite_array
+from dpreg.stats import BOUND_RTOL, ScoreStats, SuffStats, check_rows_within_bounds
 
 __all__ = [
     "SCALES",
@@ -453,7 +453,9 @@ def fold_statistics(
             )
         )
 
-    if spec.scale in ("maxnorm", "rownorm-y"):
+    if spec.scale == "maxnorm":
+        return _maxnorm_statistics(source, partial, K, global_stats=spec.stats == "global")
+    if spec.scale == "rownorm-y":
         maxima = np.zeros(len(configs))
         for X, y, f in source.chunks():
             for c, sel in enumerate(configs):
@@ -462,16 +464,12 @@ def fold_statistics(
                     continue
                 tr = partial[c]
                 Z = tr._features(X[rows], clip=True)
-                if spec.scale == "maxnorm":
-                    val = float(np.sqrt(np.einsum("ij,ij->i", Z, Z)).max())
-                else:
-                    yt = (y[rows] - tr.y_center) / tr.y_scale
-                    val = float(np.abs(yt / _safe_norm(Z)).max())
+                yt = (y[rows] - tr.y_center) / tr.y_scale
+                val = float(np.abs(yt / _safe_norm(Z)).max())
                 maxima[c] = max(maxima[c], val)
         maxima = np.where(maxima > 0, maxima, 1.0)
-        key = "x_max" if spec.scale == "maxnorm" else "y_max2"
         partial = [
-            FittedTransform(**{**_fields_of(tr), key: float(maxima[c])})
+            FittedTransform(**{**_fields_of(tr), "y_max2": float(maxima[c])})
             for c, tr in enumerate(partial)
         ]
 
@@ -504,6 +502,79 @@ def fold_statistics(
             if m.any():
                 test[k] = test[k] + ScoreStats.from_arrays(*tr.transform_test(X[m], y[m]))
     return [FoldData(k, partial[k], train[k], test[k]) for k in range(K)]
+
+
+def _maxnorm_statistics(
+    source: RowSource, partial: list[FittedTransform], K: int, *, global_stats: bool
+) -> list[FoldData]:
+    """Fold statistics of a ``maxnorm`` variant in one pass.
+
+    Dividing every row by ``x_max`` scales ``X^T X`` by ``1/x_max^2`` and
+    ``X^T y`` by ``1/x_max``, so the statistics of the standardised rows and
+    the largest training row norm are gathered together and the scaling is
+    applied afterwards.  ``partial`` holds the fitted transforms with
+    ``x_max = 1`` (one for global statistics, one per fold otherwise).
+    The bound check is exact: after the division the largest training row
+    norm is 1 by construction, and ``|y| <= 1`` is checked on every row.
+    """
+    d_out = partial[0].d_out
+    # per fold (global) or per config (train): unscaled training and test sums
+    n = np.zeros(K)
+    zz = np.zeros((K, d_out, d_out))
+    zy = np.zeros((K, d_out))
+    yy = np.zeros(K)
+    xmax = np.zeros(K)
+    ymax = np.zeros(K)
+    test = [ScoreStats.zeros(d_out) for _ in range(K)]
+    for X, y, f in source.chunks():
+        for k in range(K):
+            tr = partial[0] if global_stats else partial[k]
+            m = f == k
+            rows = m if global_stats else ~m
+            if rows.any():
+                Z = tr._features(X[rows], clip=True)
+                ym = (y[rows] - tr.y_center) / tr.y_scale
+                check_finite_array(Z, "standardised rows")
+                n[k] += Z.shape[0]
+                zz[k] += Z.T @ Z
+                zy[k] += Z.T @ ym
+                yy[k] += float(ym @ ym)
+                xmax[k] = max(xmax[k], float(np.sqrt(np.einsum("ij,ij->i", Z, Z)).max()))
+                ymax[k] = max(ymax[k], float(np.abs(ym).max()))
+            if m.any():
+                test[k] = test[k] + ScoreStats.from_arrays(*tr.transform_test(X[m], y[m]))
+    if global_stats:
+        xm = float(xmax.max()) if xmax.max() > 0 else 1.0
+        scales = np.full(K, xm)
+        ymax[:] = ymax.max()
+    else:
+        scales = np.where(xmax > 0, xmax, 1.0)
+    for k in range(K):
+        if ymax[k] > 1.0 + BOUND_RTOL:
+            raise DPRegError(
+                f"training rows of fold {k} have |y| up to {ymax[k]:.17g} > 1 after scaling; "
+                "rows must satisfy |y_i| <= 1 before any private release"
+            )
+
+    def scaled(k: int) -> tuple[SuffStats, ScoreStats]:
+        x = scales[k]
+        tr_k = SuffStats(int(n[k]), zz[k] / x**2, zy[k] / x, float(yy[k]))
+        te = test[k]
+        return tr_k, ScoreStats(te.m, te.uu / x**2, te.ur / x, te.rr, te.t_sum, te.t_sq)
+
+    out = []
+    if global_stats:
+        tr = FittedTransform(**{**_fields_of(partial[0]), "x_max": float(scales[0])})
+        parts = [scaled(k) for k in range(K)]
+        total = parts[0][0]
+        for p in parts[1:]:
+            total = total + p[0]
+        return [FoldData(k, tr, total - parts[k][0], parts[k][1]) for k in range(K)]
+    for k in range(K):
+        tr = FittedTransform(**{**_fields_of(partial[k]), "x_max": float(scales[k])})
+        train_k, test_k = scaled(k)
+        out.append(FoldData(k, tr, train_k, test_k))
+    return out
 
 
 def fold_rows(source: RowSource, fd: FoldData) -> tuple[np.ndarray, np.ndarray]:

@@ -184,7 +184,11 @@ class ScoreStats:
         return self.sse(theta) / self.m
 
     def r2(self, theta: np.ndarray) -> np.ndarray:
+        return self.r2_from_sse(self.sse(theta))
+
+    def r2_from_sse(self, sse: np.ndarray) -> np.ndarray:
+        """``1 - SSE / SST`` on the test fold (NaN when the target is constant there)."""
         sst = self.t_sq - self.t_sum**2 / self.m
         if sst <= 0:
-            return np.full(np.atleast_2d(theta).shape[0], np.nan)
-        return 1.0 - self.sse(theta) / sst
+            return np.full(np.shape(sse), np.nan)
+        return 1.0 - sse / sst

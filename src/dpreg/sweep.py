@@ -168,10 +168,13 @@ def sweep_source(
                     fd.train,
                     epsilons=eps_grid,
                     delta=delta,
+                    # non-private algorithms draw nothing: no generators to build
                     rngs=[
                         np.random.default_rng(
                             seed_sequence(seed, dataset, vname, fd.fold, alg.name, eps)
                         )
+                        if alg.private
+                        else None
                         for eps in eps_grid
                     ],
                     size=R,
@@ -180,8 +183,9 @@ def sweep_source(
                 )
                 theta, failed = res.theta, res.failed
                 safe = np.where(failed[:, None], 0.0, theta)
-                mse = np.where(failed, np.nan, fd.test.mse(safe))
-                r2 = np.where(failed, np.nan, fd.test.r2(safe))
+                sse = fd.test.sse(safe)
+                mse = np.where(failed, np.nan, sse / fd.test.m)
+                r2 = np.where(failed, np.nan, fd.test.r2_from_sse(sse))
                 blocks.append(
                     {
                         "variant": vname,
