@@ -103,9 +103,16 @@ def _gauss(name, sens, sigma, eps, delta, calibration, valid) -> Release:
     return Release(name, "gaussian", float(sens), float(sigma), eps, delta, calibration, valid)
 
 
+def _wang_valid(eps_i: float, delta_i: float, s: float) -> bool:
+    """Wang's scales come with no proof; a release counts as valid when the exact
+    Gaussian privacy profile (sensitivity / sigma = 1 / s) meets its nominal
+    (eps_i, delta_i) (Balle & Wang 2018, Theorem 8)."""
+    return mech.gdp_delta(eps_i, 1.0 / s) <= delta_i
+
+
 def _releases_ssp_wang(eps, delta, d, bx, by, rho):
     s = math.sqrt(math.log(4.0 / delta)) / eps
-    valid = mech.classical_valid(eps / 2)
+    valid = _wang_valid(eps / 2, delta / 2, s)
     return [
         _gauss("XtX", bx * bx, s * bx * bx, eps / 2, delta / 2, "wang", valid),
         _gauss("Xty", bx * by, s * bx * by, eps / 2, delta / 2, "wang", valid),
@@ -130,7 +137,7 @@ def _adassp_names(bx, by):
 
 def _releases_adassp_wang(eps, delta, d, bx, by, rho):
     s = math.sqrt(math.log(6.0 / delta)) / (eps / 3)
-    valid = mech.classical_valid(eps / 3)
+    valid = _wang_valid(eps / 3, delta / 3, s)
     return [
         _gauss(n, sens, s * sens, eps / 3, delta / 3, "wang", valid)
         for n, sens in _adassp_names(bx, by)

@@ -248,7 +248,11 @@ class Release:
     calibration : str
         ``classical``, ``wang``, ``analytic``, ``gdp``, ``laplace`` or ``none``.
     valid : bool
-        Whether the calibration is proven for this per-release budget.
+        Whether this release meets its nominal budget: for a proven
+        calibration, whether its theorem covers the per-release epsilon
+        (classical: ``epsilon_i < 1``); for Wang's scales, which come with no
+        proof, whether the exact Gaussian privacy profile meets
+        ``(epsilon_i, delta_i)``.
     """
 
     name: str
