@@ -76,8 +76,6 @@ __all__ = [
 ]
 
 CALIBRATIONS = ("classical", "analytic")
-#: Relative tolerance of the numerical calibrations (analytic sigma, GDP mu).
-RTOL = 1e-12
 
 
 class ClassicalCalibrationWarning(UserWarning):

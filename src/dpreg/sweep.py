@@ -455,7 +455,7 @@ def sweep_dataset(
 
     n, d = prepared_shape(table_path)
     fold = assign_folds(n, folds, seed=seed, dataset=dataset)
-    size_mb = n * (d + 1) * 8 / 2**20
+    size_mb = table_size_mb(n, d)
     source: RowSource
     if memory_budget_mb is not None and size_mb > memory_budget_mb:
         source = ParquetSource(table_path, fold, chunk_rows=chunk_rows)
