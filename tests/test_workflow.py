@@ -432,3 +432,22 @@ def test_default_config_uses_the_default_recipes():
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     for name, entry in config["datasets"].items():
         assert entry == DEFAULT_DATASETS[name], name
+
+
+def test_bad_data_fails_with_one_line_and_no_output(tmp_path):
+    """A text column in a user's CSV: one clear console line, no traceback, nothing written."""
+    cfg = tiny_config()
+    cfg["datasets"] = {"mine": {"path": "data/mine.csv", "target": "y"}}
+    for exp in cfg["experiments"].values():
+        exp["datasets"] = "all"
+    run = make_workdir(tmp_path, cfg)
+    (run / "data").mkdir()
+    rows = "\n".join(f"{i},x{i % 3},{i}" for i in range(30))
+    (run / "data" / "mine.csv").write_text("a,b,y\n" + rows + "\n")
+    proc = snakemake(run, "--cores", "1", "results/prepared/mine.json", check=False)
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "ERROR dataset 'mine': feature column 'b' is not numeric" in out
+    log = (run / "logs" / "prepare_dataset" / "mine.log").read_text()
+    assert "Traceback" not in log and "feature column 'b'" in log
+    assert not list((run / "results").rglob("mine.*"))
