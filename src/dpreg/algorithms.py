@@ -435,17 +435,14 @@ class Algorithm:
         xtx_offset : float
             ``c`` in ``A = X^T X + c I`` (Wang's code: 1).
         """
-        _check_run_params(stats, rho, xtx_offset)
-        rel = self.releases(
-            epsilon=epsilon,
+        return self.fit_grid(
+            stats,
+            epsilons=[epsilon],
             delta=delta,
-            d=stats.d,
-            bound_x=stats.bound_x,
-            bound_y=stats.bound_y,
+            rngs=[rng],
+            size=size,
             rho=rho,
-        )
-        return self._fit(
-            stats, rel, rng=rng, size=int(size), rho=float(rho), xtx_offset=float(xtx_offset)
+            xtx_offset=xtx_offset,
         )
 
     def fit_grid(

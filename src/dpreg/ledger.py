@@ -16,10 +16,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dpreg.algorithms import get_algorithm
-from dpreg.mechanisms import compose, gdp_delta
+from dpreg.mechanisms import Release, compose, gdp_delta
 from dpreg.preprocess import VariantSpec
 
-__all__ = ["ledger_entry", "ledger_report", "nonprivate_statistics", "trial_columns"]
+__all__ = [
+    "ledger_entry",
+    "ledger_report",
+    "nonprivate_statistics",
+    "release_columns",
+    "trial_columns",
+]
 
 
 def nonprivate_statistics(spec: VariantSpec) -> list[str]:
@@ -79,6 +85,33 @@ def _fmt(x: float | None) -> float:
     return float("nan") if x is None else float(x)
 
 
+_SCALE_NAME = {"gaussian": "sigma", "laplace": "b"}
+
+
+def release_columns(releases: Sequence[Release], *, delta: float) -> dict[str, Any]:
+    """The compact ledger columns of one run's releases (see :func:`trial_columns`)."""
+    if not releases:
+        return {
+            "releases": "none (non-private)",
+            "eps_basic": float("nan"),
+            "delta_basic": float("nan"),
+            "eps_exact": float("nan"),
+            "delta_exact": float("nan"),
+        }
+    tot = compose(list(releases), delta=delta)
+    return {
+        "releases": ";".join(
+            f"{r.name}:{_SCALE_NAME.get(r.mechanism, 'scale')}={r.scale:.6g}"
+            f"@({r.epsilon:.6g},{r.delta:.3g})"
+            for r in releases
+        ),
+        "eps_basic": _fmt(tot["basic_epsilon"]),  # type: ignore[arg-type]
+        "delta_basic": _fmt(tot["basic_delta"]),  # type: ignore[arg-type]
+        "eps_exact": _fmt(tot["exact_epsilon"]),  # type: ignore[arg-type]
+        "delta_exact": _fmt(tot["exact_delta"]),  # type: ignore[arg-type]
+    }
+
+
 def trial_columns(
     algorithm: str, epsilons: Sequence[float], *, delta: float, d: int, rho: float
 ) -> dict[float, dict[str, Any]]:
@@ -90,31 +123,10 @@ def trial_columns(
     delta at the nominal epsilon (GDP accounting; NaN where not Gaussian).
     """
     alg = get_algorithm(algorithm)
-    out = {}
-    for eps in epsilons:
-        releases = alg.releases(epsilon=eps, delta=delta, d=d, rho=rho)
-        if not releases:
-            out[eps] = {
-                "releases": "none (non-private)",
-                "eps_basic": float("nan"),
-                "delta_basic": float("nan"),
-                "eps_exact": float("nan"),
-                "delta_exact": float("nan"),
-            }
-            continue
-        tot = compose(releases, delta=delta)
-        kind = {"gaussian": "sigma", "laplace": "b"}
-        out[eps] = {
-            "releases": ";".join(
-                f"{r.name}:{kind.get(r.mechanism, 'scale')}={r.scale:.6g}@({r.epsilon:.6g},{r.delta:.3g})"
-                for r in releases
-            ),
-            "eps_basic": _fmt(tot["basic_epsilon"]),  # type: ignore[arg-type]
-            "delta_basic": _fmt(tot["basic_delta"]),  # type: ignore[arg-type]
-            "eps_exact": _fmt(tot["exact_epsilon"]),  # type: ignore[arg-type]
-            "delta_exact": _fmt(tot["exact_delta"]),  # type: ignore[arg-type]
-        }
-    return out
+    return {
+        eps: release_columns(alg.releases(epsilon=eps, delta=delta, d=d, rho=rho), delta=delta)
+        for eps in epsilons
+    }
 
 
 def ledger_report(config: Mapping[str, Any], dims: Mapping[str, int]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ releases in the ledger.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -210,11 +210,12 @@ class _Moments:
     y2: np.ndarray
     ymin: np.ndarray
     ymax: np.ndarray
+    yshift: float = 0.0
 
     @classmethod
     def empty(cls, K: int, shift: np.ndarray, yshift: float) -> _Moments:
         d = shift.size
-        m = cls(
+        return cls(
             shift,
             np.zeros(K),
             np.zeros((K, d)),
@@ -223,9 +224,8 @@ class _Moments:
             np.zeros(K),
             np.full(K, np.inf),
             np.full(K, -np.inf),
+            yshift,
         )
-        m.yshift = yshift  # type: ignore[attr-defined]
-        return m
 
     def add(self, k: int, X: np.ndarray, y: np.ndarray | None) -> None:
         if X.shape[0] == 0:
@@ -235,7 +235,7 @@ class _Moments:
         self.s1[k] += Xc.sum(axis=0)
         self.s2[k] += np.einsum("ij,ij->j", Xc, Xc)
         if y is not None:
-            yc = y - self.yshift  # type: ignore[attr-defined]
+            yc = y - self.yshift
             self.y1[k] += yc.sum()
             self.y2[k] += yc @ yc
             self.ymin[k] = min(self.ymin[k], float(y.min()))
@@ -314,12 +314,19 @@ class FittedTransform:
             return Zn, np.ones(Z.shape[0])
         return Zn, nrm * self.y_max2  # rownorm-y
 
-    def transform_train(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Training rows mapped into the unit ball; raises if a row breaks the bound."""
+    def transform_train(
+        self, X: np.ndarray, y: np.ndarray, *, check: bool = True
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Training rows mapped into the unit ball; raises if a row breaks the bound.
+
+        ``check=False`` only where the rows go straight into
+        :meth:`SuffStats.from_arrays`, which runs the same check.
+        """
         Z = self._features(X, clip=True)
         Xm, factor = self._map(Z)
         ym = (y - self.y_center) / self.y_scale / factor
-        check_rows_within_bounds(Xm, ym, bound_x=1.0, bound_y=1.0)
+        if check:
+            check_rows_within_bounds(Xm, ym, bound_x=1.0, bound_y=1.0)
         return Xm, ym
 
     def transform_test(
@@ -468,10 +475,7 @@ def fold_statistics(
                 val = float(np.abs(yt / _safe_norm(Z)).max())
                 maxima[c] = max(maxima[c], val)
         maxima = np.where(maxima > 0, maxima, 1.0)
-        partial = [
-            FittedTransform(**{**_fields_of(tr), "y_max2": float(maxima[c])})
-            for c, tr in enumerate(partial)
-        ]
+        partial = [replace(tr, y_max2=float(maxima[c])) for c, tr in enumerate(partial)]
 
     d_out = partial[0].d_out
     if spec.stats == "global":
@@ -483,7 +487,7 @@ def fold_statistics(
                 m = f == k
                 if not m.any():
                     continue
-                Xm, ym = tr.transform_train(X[m], y[m])
+                Xm, ym = tr.transform_train(X[m], y[m], check=False)  # checked below
                 fold_train[k] = fold_train[k] + SuffStats.from_arrays(Xm, ym)
                 fold_test[k] = fold_test[k] + ScoreStats.from_arrays(*tr.transform_test(X[m], y[m]))
         total = fold_train[0]
@@ -498,7 +502,8 @@ def fold_statistics(
             tr = partial[k]
             m = f == k
             if (~m).any():
-                train[k] = train[k] + SuffStats.from_arrays(*tr.transform_train(X[~m], y[~m]))
+                rows = tr.transform_train(X[~m], y[~m], check=False)  # from_arrays checks
+                train[k] = train[k] + SuffStats.from_arrays(*rows)
             if m.any():
                 test[k] = test[k] + ScoreStats.from_arrays(*tr.transform_test(X[m], y[m]))
     return [FoldData(k, partial[k], train[k], test[k]) for k in range(K)]
@@ -564,14 +569,14 @@ def _maxnorm_statistics(
 
     out = []
     if global_stats:
-        tr = FittedTransform(**{**_fields_of(partial[0]), "x_max": float(scales[0])})
+        tr = replace(partial[0], x_max=float(scales[0]))
         parts = [scaled(k) for k in range(K)]
         total = parts[0][0]
         for p in parts[1:]:
             total = total + p[0]
         return [FoldData(k, tr, total - parts[k][0], parts[k][1]) for k in range(K)]
     for k in range(K):
-        tr = FittedTransform(**{**_fields_of(partial[k]), "x_max": float(scales[k])})
+        tr = replace(partial[k], x_max=float(scales[k]))
         train_k, test_k = scaled(k)
         out.append(FoldData(k, tr, train_k, test_k))
     return out
@@ -590,10 +595,6 @@ def fold_rows(source: RowSource, fd: FoldData) -> tuple[np.ndarray, np.ndarray]:
             Xs.append(Xm)
             ys.append(ym)
     return np.vstack(Xs), np.concatenate(ys)
-
-
-def _fields_of(tr: FittedTransform) -> dict[str, Any]:
-    return {f.name: getattr(tr, f.name) for f in fields(tr)}
 
 
 # --------------------------------------------------------------------------

@@ -34,8 +34,8 @@ from dpreg._validation import (
     check_positive_int,
 )
 from dpreg.algorithms import get_algorithm
-from dpreg.ledger import trial_columns
-from dpreg.mechanisms import ClassicalCalibrationWarning, compose
+from dpreg.ledger import release_columns, trial_columns
+from dpreg.mechanisms import ClassicalCalibrationWarning
 from dpreg.peers import PEERS, diffprivlib_available, fit_diffprivlib, peer_ledger
 from dpreg.preprocess import (
     ArraySource,
@@ -181,29 +181,22 @@ def sweep_source(
                     rho=rho,
                     xtx_offset=xtx_offset,
                 )
-                theta, failed = res.theta, res.failed
-                safe = np.where(failed[:, None], 0.0, theta)
-                sse = fd.test.sse(safe)
-                mse = np.where(failed, np.nan, sse / fd.test.m)
-                r2 = np.where(failed, np.nan, fd.test.r2_from_sse(sse))
+                mse, r2 = _score(fd.test, res.theta, res.failed)
                 blocks.append(
-                    {
-                        "variant": vname,
-                        "algorithm": alg.name,
-                        "epsilon": np.repeat(eps_grid, R),
-                        "fold": fd.fold,
-                        "repeat": np.tile(np.arange(R), E),
-                        "mse": mse,
-                        "r2": r2,
-                        "lam": res.lam,
-                        "failed": failed,
-                        "outside_validity": np.repeat(
-                            [alg.outside_validity(e) for e in eps_grid], R
-                        ),
-                        "calibration": alg.calibration,
-                        "ledger": [ledger[e] for e in eps_grid],
-                        "R": R,
-                    }
+                    _block(
+                        variant=vname,
+                        algorithm=alg.name,
+                        epsilons=eps_grid,
+                        fold=fd.fold,
+                        R=R,
+                        mse=mse,
+                        r2=r2,
+                        lam=res.lam,
+                        failed=res.failed,
+                        outside=[alg.outside_validity(e) for e in eps_grid],
+                        calibration=alg.calibration,
+                        ledger=[ledger[e] for e in eps_grid],
+                    )
                 )
             for peer in peers:
                 Xtr, ytr = fold_rows(source, fd)
@@ -215,23 +208,22 @@ def sweep_source(
                     )
                 theta = np.concatenate(thetas)
                 failed = ~np.all(np.isfinite(theta), axis=1)
-                safe = np.where(failed[:, None], 0.0, theta)
+                mse, r2 = _score(fd.test, theta, failed)
                 blocks.append(
-                    {
-                        "variant": vname,
-                        "algorithm": peer,
-                        "epsilon": np.repeat(eps_grid, R),
-                        "fold": fd.fold,
-                        "repeat": np.tile(np.arange(R), E),
-                        "mse": np.where(failed, np.nan, fd.test.mse(safe)),
-                        "r2": np.where(failed, np.nan, fd.test.r2(safe)),
-                        "lam": np.full(E * R, np.nan),
-                        "failed": failed,
-                        "outside_validity": np.zeros(E * R, dtype=bool),
-                        "calibration": "laplace",
-                        "ledger": [peer_ledger(peer, e) for e in eps_grid],
-                        "R": R,
-                    }
+                    _block(
+                        variant=vname,
+                        algorithm=peer,
+                        epsilons=eps_grid,
+                        fold=fd.fold,
+                        R=R,
+                        mse=mse,
+                        r2=r2,
+                        lam=np.full(E * R, np.nan),
+                        failed=failed,
+                        outside=[False] * E,
+                        calibration="laplace",
+                        ledger=[peer_ledger(peer, e) for e in eps_grid],
+                    )
                 )
     frame = _assemble(blocks, dataset=dataset, delta=delta, seed=seed)
     if frame["outside_validity"].any():
@@ -244,6 +236,37 @@ def sweep_source(
             stacklevel=2,
         )
     return frame
+
+
+def _score(test: Any, theta: np.ndarray, failed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """MSE and R^2 of a batch of coefficients on one test fold (NaN where failed)."""
+    sse = test.sse(np.where(failed[:, None], 0.0, theta))
+    return (
+        np.where(failed, np.nan, sse / test.m),
+        np.where(failed, np.nan, test.r2_from_sse(sse)),
+    )
+
+
+def _block(
+    *, variant, algorithm, epsilons, fold, R, mse, r2, lam, failed, outside, calibration, ledger
+) -> dict[str, Any]:
+    """The trials of one (variant, fold, algorithm) over ``epsilons`` x ``R`` repeats."""
+    failed = np.asarray(failed, dtype=bool)
+    return {
+        "variant": variant,
+        "algorithm": algorithm,
+        "epsilon": np.repeat(epsilons, R),
+        "fold": fold,
+        "repeat": np.tile(np.arange(R), len(epsilons)),
+        "mse": np.where(failed, np.nan, mse),
+        "r2": np.where(failed, np.nan, r2),
+        "lam": lam,
+        "failed": failed,
+        "outside_validity": np.repeat(outside, R).astype(bool),
+        "calibration": calibration,
+        "ledger": ledger,
+        "R": R,
+    }
 
 
 def _private_stats_blocks(
@@ -314,38 +337,24 @@ def _private_stats_blocks(
                 theta = np.where(failed[:, None], 0.0, np.concatenate(thetas))
                 mse = np.array([fd.test.mse(t[None])[0] for fd, t in zip(fds, theta, strict=True)])
                 r2 = np.array([fd.test.r2(t[None])[0] for fd, t in zip(fds, theta, strict=True)])
-                rel_all = stat_rel + alg.releases(epsilon=e_alg, delta=d_alg, d=d, rho=rho)
-                tot = compose(rel_all, delta=delta)
-                led = {
-                    "releases": ";".join(
-                        f"{x.name}:sigma={x.scale:.6g}@({x.epsilon:.6g},{x.delta:.3g})"
-                        for x in rel_all
-                    ),
-                    "eps_basic": float(tot["basic_epsilon"]),
-                    "delta_basic": float(tot["basic_delta"]),
-                    "eps_exact": float("nan")
-                    if tot["exact_epsilon"] is None
-                    else float(tot["exact_epsilon"]),
-                    "delta_exact": float("nan")
-                    if tot["exact_delta"] is None
-                    else float(tot["exact_delta"]),
-                }
+                led = release_columns(
+                    stat_rel + alg.releases(epsilon=e_alg, delta=d_alg, d=d, rho=rho), delta=delta
+                )
                 blocks.append(
-                    {
-                        "variant": vname,
-                        "algorithm": alg.name,
-                        "epsilon": np.full(R, eps),
-                        "fold": k,
-                        "repeat": np.arange(R),
-                        "mse": np.where(failed, np.nan, mse),
-                        "r2": np.where(failed, np.nan, r2),
-                        "lam": np.concatenate(lams),
-                        "failed": failed,
-                        "outside_validity": np.full(R, alg.outside_validity(e_alg)),
-                        "calibration": alg.calibration,
-                        "ledger": [led],
-                        "R": R,
-                    }
+                    _block(
+                        variant=vname,
+                        algorithm=alg.name,
+                        epsilons=[eps],
+                        fold=k,
+                        R=R,
+                        mse=mse,
+                        r2=r2,
+                        lam=np.concatenate(lams),
+                        failed=failed,
+                        outside=[alg.outside_validity(e_alg)],
+                        calibration=alg.calibration,
+                        ledger=[led],
+                    )
                 )
     return blocks
 
