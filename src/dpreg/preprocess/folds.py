@@ -1,0 +1,325 @@
+"""Per-fold fitting of a variant in chunked passes over a :class:`RowSource`.
+
+Memory is ``O(chunk x d + K d^2)``, so a table larger than memory is
+handled by the same code as an in-memory one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from dpreg._validation import DPRegError, check_finite_array
+from dpreg.preprocess.spec import RowSource, VariantSpec
+from dpreg.preprocess.transform import FittedTransform, FoldData, _safe_norm, _safe_sd
+from dpreg.stats import BOUND_RTOL, ScoreStats, SuffStats
+
+__all__ = ["fold_rows", "fold_statistics"]
+
+
+# --------------------------------------------------------------------------
+# per-fold moments
+# --------------------------------------------------------------------------
+@dataclass
+class _Moments:
+    """Shifted column sums of a set of rows, combinable across chunks."""
+
+    shift: np.ndarray
+    n: np.ndarray  # (K,)
+    s1: np.ndarray  # (K, d)
+    s2: np.ndarray  # (K, d)
+    y1: np.ndarray  # (K,)
+    y2: np.ndarray
+    ymin: np.ndarray
+    ymax: np.ndarray
+    yshift: float = 0.0
+
+    @classmethod
+    def empty(cls, K: int, shift: np.ndarray, yshift: float) -> _Moments:
+        d = shift.size
+        return cls(
+            shift,
+            np.zeros(K),
+            np.zeros((K, d)),
+            np.zeros((K, d)),
+            np.zeros(K),
+            np.zeros(K),
+            np.full(K, np.inf),
+            np.full(K, -np.inf),
+            yshift,
+        )
+
+    def add(self, k: int, X: np.ndarray, y: np.ndarray | None) -> None:
+        if X.shape[0] == 0:
+            return
+        Xc = X - self.shift
+        self.n[k] += X.shape[0]
+        self.s1[k] += Xc.sum(axis=0)
+        self.s2[k] += np.einsum("ij,ij->j", Xc, Xc)
+        if y is not None:
+            yc = y - self.yshift
+            self.y1[k] += yc.sum()
+            self.y2[k] += yc @ yc
+            self.ymin[k] = min(self.ymin[k], float(y.min()))
+            self.ymax[k] = max(self.ymax[k], float(y.max()))
+
+    def over(self, sel: np.ndarray) -> dict[str, Any]:
+        n = float(self.n[sel].sum())
+        if n < 2:
+            raise DPRegError("a statistics fold holds fewer than 2 rows; use fewer folds")
+        m1 = self.s1[sel].sum(axis=0) / n
+        m2 = self.s2[sel].sum(axis=0) / n
+        var = m2 - m1 * m1
+        # below the rounding floor of the shifted sums the column is constant
+        var = np.where(var > 1e-12 * m2, var, 0.0) * n / (n - 1)
+        ym1 = float(self.y1[sel].sum()) / n
+        return {
+            "n": n,
+            "mean": self.shift + m1,
+            "sd": np.sqrt(var),
+            "ymean": self.yshift + ym1,  # type: ignore[attr-defined]
+            "ymin": float(self.ymin[sel].min()),
+            "ymax": float(self.ymax[sel].max()),
+        }
+
+
+# --------------------------------------------------------------------------
+# fitting in passes
+# --------------------------------------------------------------------------
+def _moments_pass(
+    source: RowSource, K: int, clip_taus: list[np.ndarray] | None, configs: list[np.ndarray]
+) -> list[dict[str, Any]]:
+    """Per config: moments over its statistics rows (after its clipping, if any)."""
+    first = next(source.chunks())
+    shift = first[0][0].astype(float) if first[0].shape[0] else np.zeros(source.d)
+    yshift = float(first[1][0]) if first[1].shape[0] else 0.0
+    if clip_taus is None:
+        mom = _Moments.empty(K, shift, yshift)
+        for X, y, f in source.chunks():
+            for k in range(K):
+                m = f == k
+                mom.add(k, X[m], y[m])
+        return [mom.over(sel) for sel in configs]
+    out = []
+    moms = [_Moments.empty(1, np.minimum(shift, tau), yshift) for tau in clip_taus]
+    for X, y, f in source.chunks():
+        for c, sel in enumerate(configs):
+            rows = np.isin(f, np.flatnonzero(sel))
+            moms[c].add(0, np.minimum(X[rows], clip_taus[c]), y[rows])
+    for mom in moms:
+        out.append(mom.over(np.array([True])))
+    return out
+
+
+def fold_statistics(
+    source: RowSource, spec: VariantSpec | Mapping[str, Any], *, folds: int
+) -> list[FoldData]:
+    """Fit the variant for every fold and gather training and test statistics.
+
+    Passes over ``source``: raw moments (one pass for all folds); clipped
+    moments if clipping; row-norm maxima for ``maxnorm`` / ``rownorm-y``;
+    then the statistics.  With ``stats: global`` the transform is the same
+    for every fold, the statistics are gathered per fold in one pass and the
+    training statistics of fold ``k`` are the total minus fold ``k``.
+    """
+    spec = VariantSpec.from_dict(spec)
+    K = int(folds)
+    if spec.stats == "global":
+        configs = [np.ones(K, dtype=bool)]
+    else:
+        configs = [np.arange(K) != k for k in range(K)]
+    partial = _fit_partial(source, spec, K, configs)
+    if spec.scale == "maxnorm":
+        return _maxnorm_statistics(source, partial, K, global_stats=spec.stats == "global")
+    if spec.scale == "rownorm-y":
+        maxima = _rownorm_y_maxima(source, partial, configs)
+        partial = [replace(tr, y_max2=float(maxima[c])) for c, tr in enumerate(partial)]
+    if spec.stats == "global":
+        return _global_rownorm_statistics(source, partial[0], K)
+    return _train_rownorm_statistics(source, partial, K)
+
+
+def _fit_partial(
+    source: RowSource, spec: VariantSpec, K: int, configs: list[np.ndarray]
+) -> list[FittedTransform]:
+    """Per config: the transform with clipping, centring and standardisation fitted.
+
+    The unit-ball scale is left at 1 (``x_max = y_max2 = 1``); it is fitted
+    by the pass that follows.
+    """
+    raw = _moments_pass(source, K, None, configs)
+    taus = None
+    std_stats = raw
+    if spec.clip_sigma is not None:
+        taus = [r["mean"] + spec.clip_sigma * r["sd"] for r in raw]
+        std_stats = _moments_pass(source, K, taus, configs)
+    partial = []
+    for c, r in enumerate(raw):
+        y_center = r["ymean"] if spec.center_y else 0.0
+        y_scale = max(r["ymax"] - y_center, y_center - r["ymin"])
+        t_scale = max(r["ymax"] - r["ymean"], r["ymean"] - r["ymin"])
+        if spec.standardize:
+            x_mean, x_sd = std_stats[c]["mean"], _safe_sd(std_stats[c]["sd"])
+        else:
+            x_mean, x_sd = np.zeros(source.d), np.ones(source.d)
+        partial.append(
+            FittedTransform(
+                spec,
+                None if taus is None else taus[c],
+                x_mean,
+                x_sd,
+                float(y_center),
+                float(y_scale) if y_scale > 0 else 1.0,
+                1.0,
+                1.0,
+                float(r["ymean"]),
+                float(t_scale) if t_scale > 0 else 1.0,
+                source.d + int(spec.intercept),
+            )
+        )
+    return partial
+
+
+def _rownorm_y_maxima(
+    source: RowSource, partial: list[FittedTransform], configs: list[np.ndarray]
+) -> np.ndarray:
+    """Per config: ``y_max2 = max_i |y_i| / ||x_i||`` over its statistics rows (Eq. 3.4)."""
+    maxima = np.zeros(len(configs))
+    for X, y, f in source.chunks():
+        for c, sel in enumerate(configs):
+            rows = np.isin(f, np.flatnonzero(sel))
+            if not rows.any():
+                continue
+            tr = partial[c]
+            Z = tr._features(X[rows], clip=True)
+            yt = (y[rows] - tr.y_center) / tr.y_scale
+            maxima[c] = max(maxima[c], float(np.abs(yt / _safe_norm(Z)).max()))
+    return np.where(maxima > 0, maxima, 1.0)
+
+
+def _global_rownorm_statistics(source: RowSource, tr: FittedTransform, K: int) -> list[FoldData]:
+    """One transform for all folds: per-fold sums, training = total minus fold."""
+    fold_train = [SuffStats.zeros(tr.d_out) for _ in range(K)]
+    fold_test = [ScoreStats.zeros(tr.d_out) for _ in range(K)]
+    for X, y, f in source.chunks():
+        for k in range(K):
+            m = f == k
+            if not m.any():
+                continue
+            Xm, ym = tr.transform_train(X[m], y[m], check=False)  # from_arrays checks
+            fold_train[k] = fold_train[k] + SuffStats.from_arrays(Xm, ym)
+            fold_test[k] = fold_test[k] + ScoreStats.from_arrays(*tr.transform_test(X[m], y[m]))
+    total = fold_train[0]
+    for s in fold_train[1:]:
+        total = total + s
+    return [FoldData(k, tr, total - fold_train[k], fold_test[k]) for k in range(K)]
+
+
+def _train_rownorm_statistics(
+    source: RowSource, partial: list[FittedTransform], K: int
+) -> list[FoldData]:
+    """One transform per fold, fitted on its training rows."""
+    d_out = partial[0].d_out
+    train = [SuffStats.zeros(d_out) for _ in range(K)]
+    test = [ScoreStats.zeros(d_out) for _ in range(K)]
+    for X, y, f in source.chunks():
+        for k in range(K):
+            tr = partial[k]
+            m = f == k
+            if (~m).any():
+                rows = tr.transform_train(X[~m], y[~m], check=False)  # from_arrays checks
+                train[k] = train[k] + SuffStats.from_arrays(*rows)
+            if m.any():
+                test[k] = test[k] + ScoreStats.from_arrays(*tr.transform_test(X[m], y[m]))
+    return [FoldData(k, partial[k], train[k], test[k]) for k in range(K)]
+
+
+def _maxnorm_statistics(
+    source: RowSource, partial: list[FittedTransform], K: int, *, global_stats: bool
+) -> list[FoldData]:
+    """Fold statistics of a ``maxnorm`` variant in one pass.
+
+    Dividing every row by ``x_max`` scales ``X^T X`` by ``1/x_max^2`` and
+    ``X^T y`` by ``1/x_max``, so the statistics of the standardised rows and
+    the largest training row norm are gathered together and the scaling is
+    applied afterwards.  ``partial`` holds the fitted transforms with
+    ``x_max = 1`` (one for global statistics, one per fold otherwise).
+    The bound check is exact: after the division the largest training row
+    norm is 1 by construction, and ``|y| <= 1`` is checked on every row.
+    """
+    d_out = partial[0].d_out
+    # per fold (global) or per config (train): unscaled training and test sums
+    n = np.zeros(K)
+    zz = np.zeros((K, d_out, d_out))
+    zy = np.zeros((K, d_out))
+    yy = np.zeros(K)
+    xmax = np.zeros(K)
+    ymax = np.zeros(K)
+    test = [ScoreStats.zeros(d_out) for _ in range(K)]
+    for X, y, f in source.chunks():
+        for k in range(K):
+            tr = partial[0] if global_stats else partial[k]
+            m = f == k
+            rows = m if global_stats else ~m
+            if rows.any():
+                Z = tr._features(X[rows], clip=True)
+                ym = (y[rows] - tr.y_center) / tr.y_scale
+                check_finite_array(Z, "standardised rows")
+                n[k] += Z.shape[0]
+                zz[k] += Z.T @ Z
+                zy[k] += Z.T @ ym
+                yy[k] += float(ym @ ym)
+                xmax[k] = max(xmax[k], float(np.sqrt(np.einsum("ij,ij->i", Z, Z)).max()))
+                ymax[k] = max(ymax[k], float(np.abs(ym).max()))
+            if m.any():
+                test[k] = test[k] + ScoreStats.from_arrays(*tr.transform_test(X[m], y[m]))
+    if global_stats:
+        xm = float(xmax.max()) if xmax.max() > 0 else 1.0
+        scales = np.full(K, xm)
+        ymax[:] = ymax.max()
+    else:
+        scales = np.where(xmax > 0, xmax, 1.0)
+    for k in range(K):
+        if ymax[k] > 1.0 + BOUND_RTOL:
+            raise DPRegError(
+                f"training rows of fold {k} have |y| up to {ymax[k]:.17g} > 1 after scaling; "
+                "rows must satisfy |y_i| <= 1 before any private release"
+            )
+
+    def scaled(k: int) -> tuple[SuffStats, ScoreStats]:
+        x = scales[k]
+        tr_k = SuffStats(int(n[k]), zz[k] / x**2, zy[k] / x, float(yy[k]))
+        te = test[k]
+        return tr_k, ScoreStats(te.m, te.uu / x**2, te.ur / x, te.rr, te.t_sum, te.t_sq)
+
+    out = []
+    if global_stats:
+        tr = replace(partial[0], x_max=float(scales[0]))
+        parts = [scaled(k) for k in range(K)]
+        total = parts[0][0]
+        for p in parts[1:]:
+            total = total + p[0]
+        return [FoldData(k, tr, total - parts[k][0], parts[k][1]) for k in range(K)]
+    for k in range(K):
+        tr = replace(partial[k], x_max=float(scales[k]))
+        train_k, test_k = scaled(k)
+        out.append(FoldData(k, tr, train_k, test_k))
+    return out
+
+
+def fold_rows(source: RowSource, fd: FoldData) -> tuple[np.ndarray, np.ndarray]:
+    """The transformed training rows of one fold (for peers that need rows).
+
+    Reads the rows of ``source`` once; meant for in-memory sources.
+    """
+    Xs, ys = [], []
+    for X, y, f in source.chunks():
+        m = f != fd.fold
+        if m.any():
+            Xm, ym = fd.transform.transform_train(X[m], y[m])
+            Xs.append(Xm)
+            ys.append(ym)
+    return np.vstack(Xs), np.concatenate(ys)

@@ -1,0 +1,166 @@
+"""Variant specification and row sources of the pre-processing (SPEC section 4).
+
+A variant is a frozen :class:`VariantSpec` read from a config ``variants:``
+entry; rows reach the pre-processing as chunks of a :class:`RowSource`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Protocol
+
+import numpy as np
+
+from dpreg._validation import DPRegError, check_choice
+
+__all__ = [
+    "SCALES",
+    "STATS_SOURCES",
+    "VARIANT_KEYS",
+    "ArraySource",
+    "PrivateStatsSpec",
+    "RowSource",
+    "VariantSpec",
+]
+
+SCALES = ("rownorm", "rownorm-y", "maxnorm")
+STATS_SOURCES = ("global", "train")
+
+
+@dataclass(frozen=True)
+class PrivateStatsSpec:
+    """Release the transform statistics privately (thesis option 3).
+
+    ``epsilon_share`` of the total epsilon (and the same share of delta) is
+    spent on the column means, sds and y scale; the rest goes to the
+    regression algorithm.
+    """
+
+    epsilon_share: float = 0.1
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """One pre-processing variant (config ``variants:`` entry).
+
+    Parameters
+    ----------
+    stats : {"global", "train"}
+        Where means, sds and maxima come from.
+    clip_sigma : float or None
+        ``c`` of the upper clipping threshold ``mean + c sd``; None: no clipping.
+    clip_test : bool
+        Also clip test rows with the training thresholds (Eq. 3.9).
+    center_y : bool
+        Subtract the mean of ``y`` before scaling it.
+    standardize : bool
+        Standardise the columns of ``X``.
+    intercept : bool
+        Append a column of ones after standardising.
+    scale : {"rownorm", "rownorm-y", "maxnorm"}
+        Mapping to the unit ball.
+    private_stats : PrivateStatsSpec or None
+        Release the transform statistics with noise (see :class:`PrivateStatsSpec`).
+    """
+
+    stats: str = "train"
+    clip_sigma: float | None = None
+    clip_test: bool = False
+    center_y: bool = True
+    standardize: bool = True
+    intercept: bool = False
+    scale: str = "maxnorm"
+    private_stats: PrivateStatsSpec | None = None
+
+    def __post_init__(self) -> None:
+        check_choice(self.stats, "variant key 'stats'", STATS_SOURCES)
+        check_choice(self.scale, "variant key 'scale'", SCALES)
+        if self.clip_sigma is not None:
+            c = self.clip_sigma
+            if isinstance(c, bool) or not isinstance(c, int | float) or not (c > 0):
+                raise DPRegError(
+                    f"variant key 'clip_sigma' must be null or a number > 0, got {c!r}"
+                )
+        for key in ("clip_test", "center_y", "standardize", "intercept"):
+            if not isinstance(getattr(self, key), bool):
+                raise DPRegError(f"variant key {key!r} must be true or false")
+        if self.private_stats is not None:
+            share = self.private_stats.epsilon_share
+            if not (isinstance(share, int | float) and 0 < share < 1):
+                raise DPRegError(
+                    f"variant key 'private_stats.epsilon_share' must lie in (0, 1), got {share!r}"
+                )
+
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Any] | VariantSpec, name: str = "variant") -> VariantSpec:
+        """Build from a config mapping; unknown keys are named in the error."""
+        if isinstance(spec, VariantSpec):
+            return spec
+        if not isinstance(spec, Mapping):
+            raise DPRegError(f"variant {name!r} must be a mapping of options, got {spec!r}")
+        unknown = sorted(set(spec) - set(VARIANT_KEYS))
+        if unknown:
+            raise DPRegError(
+                f"variant {name!r}: unknown key(s) {', '.join(unknown)}; "
+                f"allowed: {', '.join(VARIANT_KEYS)}"
+            )
+        kw = dict(spec)
+        ps = kw.get("private_stats")
+        if ps is not None:
+            if not isinstance(ps, Mapping) or set(ps) - {"epsilon_share"}:
+                raise DPRegError(
+                    f"variant {name!r}: private_stats must be a mapping with key epsilon_share"
+                )
+            kw["private_stats"] = PrivateStatsSpec(**ps)
+        c = kw.get("clip_sigma")
+        if isinstance(c, int) and not isinstance(c, bool):
+            kw["clip_sigma"] = float(kw["clip_sigma"])
+        try:
+            return cls(**kw)
+        except DPRegError as err:
+            raise DPRegError(f"variant {name!r}: {err}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.private_stats is not None:
+            out["private_stats"] = {"epsilon_share": self.private_stats.epsilon_share}
+        return out
+
+
+VARIANT_KEYS = tuple(f.name for f in fields(VariantSpec))
+
+
+# --------------------------------------------------------------------------
+# row sources
+# --------------------------------------------------------------------------
+class RowSource(Protocol):
+    """Chunks of ``(X, y, fold)`` rows: ``fold[i]`` in ``0..K-1``."""
+
+    n: int
+    d: int
+
+    def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]: ...
+
+
+@dataclass
+class ArraySource:
+    """In-memory rows, served in chunks of ``chunk_rows`` (None: one chunk)."""
+
+    X: np.ndarray
+    y: np.ndarray
+    fold: np.ndarray
+    chunk_rows: int | None = None
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.X.shape[1])
+
+    def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        step = self.chunk_rows or max(self.n, 1)
+        for lo in range(0, self.n, step):
+            yield self.X[lo : lo + step], self.y[lo : lo + step], self.fold[lo : lo + step]
