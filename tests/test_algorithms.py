@@ -254,24 +254,27 @@ def test_release_validity_flags():
 
 
 def test_outside_validity_thresholds():
-    for name in ("ssp", "ssp-wang"):
-        alg = ALGORITHMS[name]
-        assert not alg.outside_validity(1.999)
-        assert alg.outside_validity(2.0) and alg.outside_validity(10.0)
-    for name in ("adassp", "adassp-wang"):
-        alg = ALGORITHMS[name]
-        assert not alg.outside_validity(2.999)
-        assert alg.outside_validity(3.0) and alg.outside_validity(10.0)
-    for name in (
-        "adassp-analytic",
-        "adassp-gdp",
-        "ssp-gdp",
-        "functional",
-        "ridge",
-        "trivial",
-        "ols",
-    ):
-        assert not ALGORITHMS[name].outside_validity(1e6)
+    def outside(name, eps):
+        return ALGORITHMS[name].outside_validity(epsilon=eps, delta=DELTA, d=3)
+
+    # classical calibration: proven while the per-release epsilon is < 1
+    assert not outside("ssp", 1.999)
+    assert outside("ssp", 2.0) and outside("ssp", 10.0)
+    assert not outside("adassp", 2.999)
+    assert outside("adassp", 3.0) and outside("adassp", 10.0)
+    for name in ("adassp-analytic", "adassp-gdp", "ssp-gdp", "functional", "ridge", "trivial"):
+        assert not outside(name, 1e6)
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_outside_validity_is_the_ledgers_release_validity(name):
+    """One definition of validity: the flag equals 'some release misses its budget'."""
+    alg = ALGORITHMS[name]
+    for eps in (0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0):
+        rel = alg.releases(epsilon=eps, delta=DELTA, d=5, n=1000)
+        assert alg.outside_validity(epsilon=eps, delta=DELTA, d=5, n=1000) == (
+            not all(r.valid for r in rel)
+        )
 
 
 def test_unknown_algorithm_lists_known_names():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dpreg import PrivateLinearRegression
-from dpreg import algorithms as algmod
+from dpreg.algorithms import base as algbase
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS
 
@@ -156,7 +156,7 @@ def test_singular_noisy_system_raises_clear_error(monkeypatch):
     def always_failed(A, b):
         return np.full(b.shape, np.nan), np.ones(b.shape[0], dtype=bool)
 
-    monkeypatch.setattr(algmod, "solve_batched", always_failed)
+    monkeypatch.setattr(algbase, "solve_batched", always_failed)
     X, y = data()
     with pytest.raises(DPRegError, match="singular"):
         PrivateLinearRegression(random_state=0).fit(X, y)

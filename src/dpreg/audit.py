@@ -430,7 +430,13 @@ def simulate_releases(
     blocks = _blocks_for(name, rel, d=stats.d, noise_factor=noise_factor)
     if name in ALGORITHMS:
         scaled = [dataclasses.replace(r, scale=r.scale * noise_factor) for r in rel]
-        noise = draw_noise(ALGORITHMS[name].noise_kinds, scaled, stats.d, rng=rng, size=size)
+        kinds = ALGORITHMS[name].noise_kinds
+        if kinds:
+            noise = draw_noise(kinds, scaled, stats.d, rng=rng, size=size)
+        else:  # the functional mechanism: Laplace noise on the objective
+            noise = list(
+                mech.objective_laplace_noise(stats.d, scale=scaled[0].scale, rng=rng, size=size)
+            )
         return [b.statistic(stats) + n for b, n in zip(blocks, noise, strict=True)]
     gens = rng.spawn(len(blocks))
     return [

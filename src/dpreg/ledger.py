@@ -113,7 +113,14 @@ def release_columns(releases: Sequence[Release], *, delta: float) -> dict[str, A
 
 
 def trial_columns(
-    algorithm: str, epsilons: Sequence[float], *, delta: float, d: int, rho: float
+    algorithm: str,
+    epsilons: Sequence[float],
+    *,
+    delta: float,
+    d: int,
+    rho: float,
+    n: int | None = None,
+    params: Mapping[str, Any] | None = None,
 ) -> dict[float, dict[str, Any]]:
     """Compact ledger columns for the trial table, keyed by epsilon.
 
@@ -124,7 +131,9 @@ def trial_columns(
     """
     alg = get_algorithm(algorithm)
     return {
-        eps: release_columns(alg.releases(epsilon=eps, delta=delta, d=d, rho=rho), delta=delta)
+        eps: release_columns(
+            alg.releases(epsilon=eps, delta=delta, d=d, rho=rho, n=n, params=params), delta=delta
+        )
         for eps in epsilons
     }
 

@@ -69,7 +69,13 @@ __all__ = [
     "gdp_delta",
     "gdp_epsilon",
     "gdp_mu",
+    "external_release",
+    "gaussian_release",
+    "laplace_epsilon",
     "laplace_noise",
+    "laplace_release",
+    "normal_block_noise",
+    "objective_laplace_noise",
     "symmetric_noise",
     "vector_noise",
     "wang_symmetric_noise",
@@ -273,14 +279,99 @@ class Release:
         return asdict(self)
 
 
-def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool | None]:
-    """Total privacy of a list of releases.
+def gaussian_release(
+    name: str,
+    *,
+    sensitivity: float,
+    sigma: float,
+    epsilon: float,
+    delta: float,
+    calibration: str,
+    valid: bool,
+) -> Release:
+    """A Gaussian release: ``N(0, sigma^2)`` noise on a statistic of L2 sensitivity ``D``.
 
-    Returns both the basic composition (sum of the nominal epsilons and
-    deltas, Dwork & Roth 2014, Theorem 3.16 -- what the thesis uses) and,
-    when every release is Gaussian, the exact GDP accounting: the composed
-    ``mu = sqrt(sum mu_i^2)``, the exact epsilon at the given ``delta``
-    and the exact delta at the basic-composition epsilon.
+    The one constructor of Gaussian releases (regression, private
+    pre-processing, audit targets); ``epsilon``, ``delta`` and ``valid`` are
+    the nominal budget the scale was calibrated for -- what the release
+    *costs* is computed from ``sensitivity / sigma`` by :func:`compose`.
+
+    References
+    ----------
+    Dwork, C. & Roth, A. (2014). The Algorithmic Foundations of Differential
+    Privacy, Appendix A.  Dong, J., Roth, A. & Su, W. (2019). Gaussian
+    differential privacy, Corollary 2.13.
+    """
+    sens = check_bound(sensitivity, "sensitivity")
+    scale = check_bound(sigma, "sigma")
+    return Release(
+        str(name), "gaussian", sens, scale, float(epsilon), float(delta), calibration, bool(valid)
+    )
+
+
+def laplace_release(
+    name: str,
+    *,
+    sensitivity: float,
+    b: float,
+    epsilon: float,
+    calibration: str = "laplace",
+    valid: bool = True,
+) -> Release:
+    """A Laplace release: ``Laplace(b)`` noise on a statistic of L1 sensitivity ``D``.
+
+    It is ``(D / b)``-DP (Dwork & Roth 2014, Theorem 3.6); ``epsilon`` is the
+    nominal budget ``b`` was calibrated for (``b = D / epsilon``).
+    """
+    sens = check_bound(sensitivity, "sensitivity")
+    scale = check_bound(b, "b")
+    return Release(str(name), "laplace", sens, scale, float(epsilon), 0.0, calibration, bool(valid))
+
+
+def external_release(
+    name: str, *, epsilon: float, delta: float = 0.0, calibration: str = "library"
+) -> Release:
+    """A release calibrated inside an external library that states only its budget.
+
+    Its sensitivity and scale are not visible (NaN); its cost is the
+    ``(epsilon, delta)`` the library claims, which the ledger takes at face
+    value and labels as such (``mechanism = "external"``).
+    """
+    return Release(
+        str(name), "external", math.nan, math.nan, float(epsilon), float(delta), calibration, True
+    )
+
+
+def laplace_epsilon(release: Release) -> float:
+    """Pure epsilon of a Laplace release from what was released: ``sensitivity / b``."""
+    if release.mechanism != "laplace":
+        raise DPRegError(f"release {release.name!r} is not Laplace")
+    return release.sensitivity / release.scale
+
+
+def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool | None]:
+    """What a list of releases costs in total (the accountant of the ledger).
+
+    Two accountants over the same releases:
+
+    * basic composition of the nominal per-release budgets (sum of the
+      epsilons and deltas; Dwork & Roth 2014, Theorem 3.16 -- what the
+      thesis uses);
+    * the exact accounting computed from the releases themselves, not from
+      their nominal budgets: Gaussian releases compose in Gaussian DP,
+      ``mu = sqrt(sum (D_i / sigma_i)^2)`` (Dong, Roth & Su 2019,
+      Corollary 3.3), whose exact epsilon at ``delta`` and exact delta at the
+      basic epsilon are returned; Laplace releases cost ``sum D_i / b_i`` at
+      delta 0; external releases their stated budget.  When kinds are mixed
+      the exact epsilon is the GDP epsilon of the Gaussian part at
+      ``delta`` plus the pure epsilons of the rest (exact per kind, basic
+      across kinds; ``exact_delta`` is then None).
+
+    Returns
+    -------
+    dict
+        ``basic_epsilon``, ``basic_delta``, ``all_valid``, ``gdp_mu`` (None
+        without Gaussian releases), ``exact_epsilon``, ``exact_delta``.
     """
     dlt = check_delta(delta)
     private = [r for r in releases if r.mechanism != "none"]
@@ -292,15 +383,24 @@ def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool 
         "exact_epsilon": None,
         "exact_delta": None,
     }
-    if private and all(r.mechanism == "gaussian" for r in private):
-        mu = math.sqrt(sum(r.mu**2 for r in private))
+    if not private:
+        return out
+    gauss = [r for r in private if r.mechanism == "gaussian"]
+    pure = float(sum(laplace_epsilon(r) for r in private if r.mechanism == "laplace"))
+    external = [r for r in private if r.mechanism == "external"]
+    pure += float(sum(r.epsilon for r in external))
+    ext_delta = float(sum(r.delta for r in external))
+    if gauss:
+        mu = math.sqrt(sum(r.mu**2 for r in gauss))
         out["gdp_mu"] = mu
-        out["exact_epsilon"] = gdp_epsilon(mu=mu, delta=dlt)
-        out["exact_delta"] = gdp_delta(float(out["basic_epsilon"]), mu)
-    elif private and all(r.mechanism == "laplace" for r in private):
-        # pure epsilon-DP releases: the sum of the epsilons at delta = 0
-        out["exact_epsilon"] = out["basic_epsilon"]
-        out["exact_delta"] = 0.0
+        if len(gauss) == len(private):
+            out["exact_epsilon"] = gdp_epsilon(mu=mu, delta=dlt)
+            out["exact_delta"] = gdp_delta(float(out["basic_epsilon"]), mu)
+        elif dlt > ext_delta:
+            out["exact_epsilon"] = pure + gdp_epsilon(mu=mu, delta=dlt - ext_delta)
+    else:
+        out["exact_epsilon"] = pure
+        out["exact_delta"] = ext_delta
     return out
 
 
@@ -407,7 +507,78 @@ def vector_noise(d: int, *, scale: float, rng: np.random.Generator, size: int) -
     return rng.standard_normal((size, d)) * s
 
 
+def normal_block_noise(
+    kinds: tuple[str, ...] | list[str],
+    scales: tuple[float, ...] | list[float],
+    d: int,
+    *,
+    rng: np.random.Generator,
+    size: int,
+) -> list[np.ndarray]:
+    """Gaussian noise of several releases from one block of standard normals per repeat.
+
+    Each repeat consumes ``[part 1 | part 2 | ...]`` contiguously, one part
+    per release of layout ``kinds[i]`` (``scalar``, ``vector`` or a matrix
+    kind of :func:`matrix_from_normals`) multiplied by ``scales[i]``.  One
+    call, repeat-major: the first ``R`` repeats do not change when ``size``
+    grows, and runs with the same ``kinds`` consume the same normals
+    (common random numbers).  Returns ``(size,)``, ``(size, d)`` or
+    ``(size, d, d)`` arrays.
+    """
+    if len(kinds) != len(scales):
+        raise DPRegError(f"noise layout {tuple(kinds)} does not match {len(scales)} scales")
+    check_positive_int(size, "size")
+    checked = [_check_draw(max(int(d), 1), 1, s) for s in scales]
+    widths = [noise_width(k, d) for k in kinds]
+    z = rng.standard_normal((int(size), sum(widths)))
+    out = []
+    lo = 0
+    for kind, width, s in zip(kinds, widths, checked, strict=True):
+        part = z[:, lo : lo + width]
+        lo += width
+        if kind == "scalar":
+            out.append(part[:, 0] * s)
+        elif kind == "vector":
+            out.append(part * s)
+        else:
+            out.append(matrix_from_normals(kind, part, d, s))
+    return out
+
+
 def laplace_noise(shape: tuple[int, ...], *, scale: float, rng: np.random.Generator) -> np.ndarray:
     """i.i.d. Laplace(0, scale) noise of the given shape (leading axis = repeats)."""
     s = _check_draw(1, 1, scale)
     return rng.laplace(0.0, 1.0, size=shape) * s
+
+
+def objective_laplace_noise(
+    d: int, *, scale: float, rng: np.random.Generator, size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Laplace noise on the coefficients of a quadratic objective, mapped to statistics.
+
+    The squared-loss objective ``theta^T M theta - 2 beta^T theta`` has
+    ``d(d+1)/2`` quadratic monomial coefficients (``M_jj`` and ``2 M_jl``,
+    ``j < l``) and ``d`` linear ones (``-2 beta_j``).  Each coefficient gets
+    i.i.d. ``Laplace(scale)`` noise (Zhang et al. 2012, Algorithm 1); one
+    block of ``d(d+1)/2 + d`` variables per repeat, repeat-major.
+
+    Returns
+    -------
+    E : ndarray, shape (size, d, d)
+        The equivalent symmetric noise on ``M`` (off-diagonal halved, since
+        the coefficient is ``2 M_jl``).
+    v : ndarray, shape (size, d)
+        The equivalent noise on ``beta`` (halved for the same reason).
+
+    References
+    ----------
+    Zhang, J., Zhang, Z., Xiao, X., Yang, Y. & Winslett, M. (2012).
+    Functional mechanism: regression analysis under differential privacy.
+    PVLDB 5(11), Section 4.
+    """
+    m = d * (d + 1) // 2
+    lap = laplace_noise((int(size), m + d), scale=scale, rng=rng)
+    iu = _triu(d)
+    quad = lap[:, :m].copy()
+    quad[:, iu[0] != iu[1]] *= 0.5
+    return matrix_from_normals("symmetric", quad, d, 1.0), 0.5 * lap[:, m:]

@@ -126,6 +126,24 @@ class SuffStats:
             self.bound_y,
         )
 
+    def offset_xtx(self, offset: float) -> np.ndarray:
+        """``X^T X + offset I`` (computed once per statistics object; read-only)."""
+        key = ("offset", float(offset))
+        if key not in self._cache:
+            A = self.xtx + float(offset) * np.eye(self.d)
+            A.setflags(write=False)
+            self._cache[key] = A
+        return self._cache[key]
+
+    def eigh(self) -> tuple[np.ndarray, np.ndarray]:
+        """Eigenvalues (ascending) and eigenvectors of ``X^T X`` (cached, read-only)."""
+        if "eigh" not in self._cache:
+            w, V = np.linalg.eigh(self.xtx)
+            w.setflags(write=False)
+            V.setflags(write=False)
+            self._cache["eigh"] = (w, V)
+        return self._cache["eigh"]
+
     def lambda_min(self, offset: float = 0.0) -> float:
         """Smallest eigenvalue of ``X^T X + offset I`` (cached)."""
         if "eig" not in self._cache:

@@ -1,0 +1,36 @@
+"""Linear-regression algorithms, batched over noise repeats.
+
+Each algorithm is one entry (:class:`~dpreg.algorithms.base.Algorithm`) of
+a family module; :data:`ALGORITHMS` holds them all by config name.  See
+:mod:`dpreg.algorithms.base` for the contract an entry fulfils.
+
+Families: :mod:`~dpreg.algorithms.baselines` (trivial, OLS, ridge),
+:mod:`~dpreg.algorithms.ssp`, :mod:`~dpreg.algorithms.adassp`,
+:mod:`~dpreg.algorithms.functional`, and the modules added beside them.
+"""
+
+from dpreg.algorithms.base import (
+    Algorithm,
+    FitOptions,
+    FitResult,
+    PendingSolve,
+    ReleaseContext,
+    Style,
+    draw_noise,
+    solve_batched,
+)
+from dpreg.algorithms.registry import ALGORITHMS, get_algorithm, private_algorithms
+
+__all__ = [
+    "ALGORITHMS",
+    "Algorithm",
+    "FitOptions",
+    "FitResult",
+    "PendingSolve",
+    "ReleaseContext",
+    "Style",
+    "draw_noise",
+    "get_algorithm",
+    "private_algorithms",
+    "solve_batched",
+]

@@ -1,0 +1,217 @@
+"""AdaSSP: SSP with a data-adaptive ridge parameter from a noisy ``lambda_min``.
+
+With ``sigma_l`` the noise scale of the ``lambda_min`` release (Wang 2018,
+Algorithm 2, written through ``sigma_l``)::
+
+    lam_tilde = max(lambda_min(X^T X + c I) + sigma_l z - shift * sigma_l, 0)
+    lam = max(0, sqrt(d ln(2 d^2 / rho)) sigma_l - lam_tilde)
+    theta = (X^T X + c I + E + lam I)^{-1} (X^T y + e)
+
+``shift`` is ``sqrt(ln(6/delta))`` in Wang's code and ``sqrt(2 ln(3.75/delta))``
+in Kalaja's Algorithm 3; the three releases (``lambda_min``, ``XtX``, ``Xty``)
+have sensitivities ``B_X^2``, ``B_X^2`` and ``B_X B_Y``.
+
+References
+----------
+Wang, Y.-X. (2018). Revisiting differentially private linear regression:
+optimal and adaptive prediction & estimation in unbounded domain. UAI
+(Algorithm 2 "AdaSSP"; public code ``AdaSSP.m``).
+Kalaja, E. (2020). MSc thesis, Univ. Helsinki (Algorithm 3, fixed AdaSSP).
+Balle, B. & Wang, Y.-X. (2018). Improving the Gaussian mechanism for
+differential privacy: analytical calibration and optimal denoising. ICML
+(Theorem 8, the ``analytic`` calibration).
+Dong, J., Roth, A. & Su, W. (2019). Gaussian differential privacy. JRSS-B.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from dpreg import mechanisms as mech
+from dpreg.algorithms.base import (
+    Algorithm,
+    FitOptions,
+    FitResult,
+    PendingSolve,
+    ReleaseContext,
+    Style,
+    add_to_diagonal,
+    draw_noise,
+    finish,
+    gaussian_release,
+)
+from dpreg.algorithms.ssp import gdp_releases, wang_valid
+from dpreg.mechanisms import Release
+from dpreg.stats import SuffStats
+
+__all__ = ["ENTRIES", "adassp_lambda"]
+
+
+def _names(ctx: ReleaseContext) -> tuple[tuple[str, float], ...]:
+    bx, by = ctx.bound_x, ctx.bound_y
+    return (("lambda_min", bx * bx), ("XtX", bx * bx), ("Xty", bx * by))
+
+
+def _releases_wang(ctx: ReleaseContext) -> list[Release]:
+    """Wang's ``AdaSSP.m``: ``sigma = sqrt(ln(6/delta)) / (eps/3) * sensitivity``."""
+    eps, delta = ctx.epsilon, ctx.delta
+    s = math.sqrt(math.log(6.0 / delta)) / (eps / 3)
+    valid = wang_valid(eps / 3, delta / 3, s)
+    return [
+        gaussian_release(
+            n,
+            sensitivity=sens,
+            sigma=s * sens,
+            epsilon=eps / 3,
+            delta=delta / 3,
+            calibration="wang",
+            valid=valid,
+        )
+        for n, sens in _names(ctx)
+    ]
+
+
+def _releases_classical(ctx: ReleaseContext) -> list[Release]:
+    """Kalaja's Algorithm 3: classical Gaussian mechanism at ``(eps/3, delta/3)``."""
+    eps, delta = ctx.epsilon / 3, ctx.delta / 3
+    return [
+        gaussian_release(
+            n,
+            sensitivity=sens,
+            sigma=mech.classical_sigma(epsilon=eps, delta=delta, sensitivity=sens),
+            epsilon=eps,
+            delta=delta,
+            calibration="classical",
+            valid=mech.classical_valid(eps),
+        )
+        for n, sens in _names(ctx)
+    ]
+
+
+def _releases_analytic(ctx: ReleaseContext) -> list[Release]:
+    """The analytic Gaussian mechanism at ``(eps/3, delta/3)`` (Balle & Wang 2018, Thm 8)."""
+    eps, delta = ctx.epsilon / 3, ctx.delta / 3
+    mu = mech.gdp_mu(epsilon=eps, delta=delta)
+    return [
+        gaussian_release(
+            n,
+            sensitivity=sens,
+            sigma=sens / mu,
+            epsilon=eps,
+            delta=delta,
+            calibration="analytic",
+            valid=True,
+        )
+        for n, sens in _names(ctx)
+    ]
+
+
+def _releases_gdp(ctx: ReleaseContext) -> list[Release]:
+    return gdp_releases(_names(ctx), ctx.epsilon, ctx.delta)
+
+
+def adassp_lambda(lam_noisy: np.ndarray, sigma_l: float, shift: float, d: int, rho: float):
+    """AdaSSP's ridge parameter from the released ``lambda_min`` (post-processing).
+
+    ``lam = max(0, sqrt(d ln(2 d^2/rho)) sigma_l - max(lam_noisy - shift sigma_l, 0))``
+    (Wang 2018, Algorithm 2, steps 2-3).
+    """
+    lam_tilde = np.maximum(lam_noisy - shift * sigma_l, 0.0)
+    return np.maximum(0.0, math.sqrt(d * math.log(2.0 * d * d / rho)) * sigma_l - lam_tilde)
+
+
+def _fit_adassp(
+    stats: SuffStats,
+    rel: list[Release],
+    opts: FitOptions,
+    *,
+    kinds: tuple[str, ...],
+    shift: Callable[[float], float],
+) -> FitResult | PendingSolve:
+    d = stats.d
+    sigma_l = rel[0].scale
+    delta = 3.0 * rel[0].delta  # every AdaSSP release carries delta / 3
+    z_l, E, e = draw_noise(kinds, rel, d, rng=opts.rng, size=opts.size)  # type: ignore[arg-type]
+    lam_noisy = stats.lambda_min(opts.xtx_offset) + z_l  # the released lambda_min
+    lam = adassp_lambda(lam_noisy, sigma_l, shift(delta), d, opts.rho)
+    xtx = stats.xtx + E
+    xty = stats.xty + e
+    A = add_to_diagonal(xtx.copy() if opts.capture else xtx, opts.xtx_offset + lam)
+    released = {"lambda_min": lam_noisy, "XtX": xtx, "Xty": xty}
+    return finish(A, xty, lam, opts, released)
+
+
+def _wang_shift(delta: float) -> float:
+    """Wang's code: ``L = ln(6/delta)``; the shift ``L/(eps/3) B^2`` equals ``sqrt(L) sigma``."""
+    return math.sqrt(math.log(6.0 / delta))
+
+
+def _kalaja_shift(delta: float) -> float:
+    """Kalaja's Algorithm 3: ``L' = 2 ln(3.75/delta)`` replaces ``L`` everywhere."""
+    return math.sqrt(2.0 * math.log(3.75 / delta))
+
+
+def _fit(kinds: tuple[str, ...], shift: Callable[[float], float]):
+    def fit(stats: SuffStats, rel: list[Release], opts: FitOptions):
+        return _fit_adassp(stats, rel, opts, kinds=kinds, shift=shift)
+
+    return fit
+
+
+_SYM = ("scalar", "symmetric", "vector")
+_WANG = ("scalar", "wang", "vector")
+
+ENTRIES = [
+    Algorithm(
+        "adassp-wang",
+        "AdaSSP (Wang's code)",
+        private=True,
+        calibration="wang",
+        release_fn=_releases_wang,
+        fit_fn=_fit(_WANG, _wang_shift),
+        noise_kinds=_WANG,
+        has_lambda=True,
+        reproduction=True,
+        style=Style("tab:orange"),
+        reference="Wang (2018) Alg. 2 as in AdaSSP.m: (G+Gᵀ)/2 noise, s = sqrt(ln(6/δ))/(ε/3)",
+    ),
+    Algorithm(
+        "adassp",
+        "AdaSSP (fixed)",
+        private=True,
+        calibration="classical",
+        release_fn=_releases_classical,
+        fit_fn=_fit(_SYM, _kalaja_shift),
+        noise_kinds=_SYM,
+        has_lambda=True,
+        style=Style("tab:blue"),
+        reference="Kalaja (2020) Alg. 3: classical Gaussian at (ε/3, δ/3)",
+    ),
+    Algorithm(
+        "adassp-analytic",
+        "AdaSSP (analytic)",
+        private=True,
+        calibration="analytic",
+        release_fn=_releases_analytic,
+        fit_fn=_fit(_SYM, _wang_shift),
+        noise_kinds=_SYM,
+        has_lambda=True,
+        style=Style("tab:purple"),
+        reference="AdaSSP with the analytic Gaussian at (ε/3, δ/3) (Balle & Wang 2018)",
+    ),
+    Algorithm(
+        "adassp-gdp",
+        "AdaSSP (GDP)",
+        private=True,
+        calibration="gdp",
+        release_fn=_releases_gdp,
+        fit_fn=_fit(_SYM, _wang_shift),
+        noise_kinds=_SYM,
+        has_lambda=True,
+        style=Style("tab:cyan"),
+        reference="AdaSSP with exact μ-GDP accounting (Dong, Roth & Su 2019)",
+    ),
+]

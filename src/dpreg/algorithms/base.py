@@ -1,0 +1,557 @@
+"""The algorithm contract: what one registry entry declares and how it runs.
+
+An algorithm is one :class:`Algorithm` entry in the ``ENTRIES`` list of its
+family module (``dpreg.algorithms.<family>``); :mod:`dpreg.algorithms.registry`
+collects every family.  The entry is the single source of the algorithm's
+facts: name and legend label, its release list (what is released, with which
+sensitivity, calibration and validity), the layout of its noise, its fit
+function, its hyperparameters and their defaults, its plot style and the
+neighbouring relation its guarantee assumes.  The config schema, plots,
+ledger, audit and sweep derive everything from it.
+
+Fit functions
+-------------
+``fit_fn(stats, releases, opts) -> FitResult | PendingSolve`` where ``stats``
+is the training fold's :class:`~dpreg.stats.SuffStats` (rows already checked
+against ``stats.bound_x``/``stats.bound_y``), ``releases`` the list returned by
+the entry's release function for this run, and ``opts`` a :class:`FitOptions`
+(``rng``, ``size`` repeats, ``rho``, ``xtx_offset``, resolved hyperparameters,
+the training rows for row-based algorithms, ``solve`` and ``capture``).
+
+* The noise scales a fit uses must be read from ``releases`` (never
+  recomputed), so the scale used and the scale the ledger reports cannot
+  disagree.
+* Every draw goes through :func:`draw_noise` or :mod:`dpreg.mechanisms`.
+* A fit whose last step is one linear solve per repeat may return a
+  :class:`PendingSolve` when ``opts.solve`` is false; the sweep then stacks
+  the systems of the whole epsilon grid into one batched solve.
+* With ``opts.capture`` true a private fit records, under each release's
+  name, the noisy value it actually went on to use (``FitResult.released``):
+  the end-to-end privacy audit reads exactly these.  Post-processing after
+  the releases needs no record.
+
+Randomness: ``opts.rng`` is a :class:`numpy.random.Generator` owned by the
+caller; algorithms whose noise is a block of standard normals of the same
+layout (:attr:`Algorithm.noise_kinds`) share one stream per (dataset,
+variant, fold, epsilon) -- common random numbers, see
+:attr:`Algorithm.noise_stream`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from dpreg import mechanisms as mech
+from dpreg._validation import DPRegError, check_delta, check_epsilon
+from dpreg.mechanisms import Release
+from dpreg.stats import SuffStats
+
+__all__ = [
+    "Algorithm",
+    "FitOptions",
+    "FitResult",
+    "PendingSolve",
+    "ReleaseContext",
+    "Style",
+    "add_to_diagonal",
+    "draw_noise",
+    "finish",
+    "gaussian_release",
+    "solve_batched",
+]
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """Coefficients of ``R`` repeats.
+
+    Attributes
+    ----------
+    theta : ndarray, shape (R, d)
+        Coefficients; NaN rows where the trial failed.
+    lam : ndarray, shape (R,)
+        The ridge parameter actually used (NaN where the algorithm has none).
+    failed : ndarray of bool, shape (R,)
+        Trials whose solve failed, gave non-finite coefficients, or whose
+        algorithm declined to answer (e.g. a failed safety test).
+    released : mapping or None
+        With ``capture=True``: release name -> the noisy values of the ``R``
+        repeats (leading axis ``R``), exactly as the fit used them.
+    """
+
+    theta: np.ndarray
+    lam: np.ndarray
+    failed: np.ndarray
+    released: Mapping[str, np.ndarray] | None = None
+
+
+class PendingSolve(NamedTuple):
+    """Noisy systems ``A[r] theta = b[r]`` handed back for one stacked solve."""
+
+    A: np.ndarray
+    b: np.ndarray
+    lam: np.ndarray
+    released: Mapping[str, np.ndarray] | None = None
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    """Everything a fit function receives besides the statistics and releases."""
+
+    rng: np.random.Generator | None
+    size: int
+    rho: float = 0.05
+    xtx_offset: float = 1.0
+    params: Mapping[str, Any] = field(default_factory=dict)
+    rows: tuple[np.ndarray, np.ndarray] | None = None
+    solve: bool = True
+    capture: bool = False
+
+
+@dataclass(frozen=True)
+class ReleaseContext:
+    """The arguments of a release function (hashable, so release lists are cached).
+
+    ``n`` is the number of training rows (``None`` where unknown: an
+    algorithm whose calibration needs it then raises), ``params`` the
+    resolved hyperparameters as sorted ``(key, value)`` pairs.
+    """
+
+    epsilon: float
+    delta: float
+    d: int
+    bound_x: float = 1.0
+    bound_y: float = 1.0
+    rho: float = 0.05
+    n: int | None = None
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def param(self, key: str) -> Any:
+        return dict(self.params)[key]
+
+    def need_n(self, algorithm: str) -> int:
+        if self.n is None:
+            raise DPRegError(f"{algorithm}: its calibration depends on n; pass n=")
+        return int(self.n)
+
+
+@dataclass(frozen=True)
+class Style:
+    """How an algorithm is drawn: matplotlib colour, line style and marker."""
+
+    color: str
+    linestyle: str = "-"
+    marker: str = ""
+
+
+def gaussian_release(
+    name: str,
+    *,
+    sensitivity: float,
+    sigma: float,
+    epsilon: float,
+    delta: float,
+    calibration: str,
+    valid: bool,
+) -> Release:
+    """A Gaussian :class:`~dpreg.mechanisms.Release` (keyword-only constructor)."""
+    return Release(
+        name, "gaussian", float(sensitivity), float(sigma), epsilon, delta, calibration, valid
+    )
+
+
+def solve_batched(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Solve ``A[r] theta[r] = b[r]`` for all ``r`` in one call.
+
+    Falls back to one solve per repeat only when the batched call reports a
+    singular matrix, to find which repeats failed.  Returns
+    ``(theta, failed)``; failed rows of ``theta`` are NaN.
+    """
+    R, d = b.shape
+    try:
+        theta = np.linalg.solve(A, b[..., None])[..., 0]
+        failed = np.zeros(R, dtype=bool)
+    except np.linalg.LinAlgError:
+        theta = np.full((R, d), np.nan)
+        failed = np.zeros(R, dtype=bool)
+        for r in range(R):
+            try:
+                theta[r] = np.linalg.solve(A[r], b[r])
+            except np.linalg.LinAlgError:
+                failed[r] = True
+    bad = ~np.all(np.isfinite(theta), axis=1)
+    failed |= bad
+    theta[failed] = np.nan
+    return theta, failed
+
+
+def finish(
+    A: np.ndarray,
+    b: np.ndarray,
+    lam: np.ndarray,
+    opts: FitOptions,
+    released: Mapping[str, np.ndarray] | None = None,
+) -> FitResult | PendingSolve:
+    """Solve the noisy systems now, or hand them back for one stacked solve."""
+    rec = released if opts.capture else None
+    if not opts.solve:
+        return PendingSolve(A, b, lam, rec)
+    theta, failed = solve_batched(A, b)
+    return FitResult(theta, lam, failed, rec)
+
+
+def add_to_diagonal(A: np.ndarray, value: float | np.ndarray) -> np.ndarray:
+    """``A[r] + value[r] I`` in place for a stack ``A`` of shape ``(R, d, d)``; returns ``A``.
+
+    ``value`` is a scalar or one value per matrix.
+    """
+    idx = np.arange(A.shape[-1])
+    A[:, idx, idx] += np.asarray(value, dtype=float)[..., None] if np.ndim(value) else value
+    return A
+
+
+def draw_noise(
+    kinds: Sequence[str], releases: Sequence[Release], d: int, *, rng: np.random.Generator, size: int
+) -> list[np.ndarray]:
+    """The Gaussian noise of every release of one run, ``size`` repeats at once.
+
+    Each repeat consumes one contiguous block of standard normals,
+    ``[release 1 | release 2 | ...]`` in the order of ``releases``; ``kinds``
+    says how each part is shaped (``scalar``, ``vector`` or a matrix kind of
+    :func:`dpreg.mechanisms.matrix_from_normals`).  One generator, one call,
+    repeat-major: the first ``R`` repeats do not change when ``size`` grows,
+    and algorithms with the same ``kinds`` consume the same normals.
+
+    Returns one array per release (``(size,)``, ``(size, d)`` or
+    ``(size, d, d)``), each multiplied by its release's ``scale``.
+    """
+    if len(kinds) != len(releases):
+        raise DPRegError(f"noise layout {tuple(kinds)} does not match {len(releases)} releases")
+    widths = [mech.noise_width(k, d) for k in kinds]
+    z = rng.standard_normal((int(size), sum(widths)))
+    out = []
+    lo = 0
+    for kind, width, rel in zip(kinds, widths, releases, strict=True):
+        part = z[:, lo : lo + width]
+        lo += width
+        if kind == "scalar":
+            out.append(part[:, 0] * rel.scale)
+        elif kind == "vector":
+            out.append(part * rel.scale)
+        else:
+            out.append(mech.matrix_from_normals(kind, part, d, rel.scale))
+    return out
+
+
+@lru_cache(maxsize=8192)
+def _cached_releases(fn: Callable, ctx: ReleaseContext) -> tuple[Release, ...]:
+    """Release lists are pure functions of their context; calibrations that run a
+    root finder (analytic, GDP, Renyi) are computed once."""
+    return tuple(fn(ctx))
+
+
+def _freeze(params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(params.items()))
+
+
+@dataclass(frozen=True, eq=False)
+class Algorithm:
+    """A registered algorithm (one entry of a family module's ``ENTRIES``).
+
+    Attributes
+    ----------
+    name : str
+        Config name.
+    label : str
+        Legend label.
+    private : bool
+        Whether the algorithm releases only noisy statistics.
+    calibration : str
+        ``none``, ``wang``, ``classical``, ``analytic``, ``gdp``, ``laplace``,
+        or another calibration named by the family.
+    release_fn : callable
+        ``ReleaseContext -> list[Release]``: the releases of one run.
+    fit_fn : callable
+        ``(stats, releases, opts) -> FitResult | PendingSolve``.
+    noise_kinds : tuple of str
+        Layout of the block of standard normals :func:`draw_noise` draws, one
+        kind per release; empty when the fit draws in another way.
+    has_lambda : bool
+        Whether a ridge parameter is reported per trial.
+    needs_rows : bool
+        Whether the fit needs the training rows (``opts.rows``), not only
+        the sufficient statistics.
+    reproduction : bool
+        A reproduction of published code whose privacy the project does not
+        claim (e.g. Wang's scales); labelled in the ledger and audit.
+    hyperparameters : mapping
+        Name -> default; a config may override them (unknown names refused).
+    tuned_nonprivately : tuple of str
+        Hyperparameters whose defaults were tuned on data without privacy by
+        their authors (labelled in tables and figures).
+    neighbouring : str
+        ``"add/remove"`` or ``"replace-one"``: the relation the releases'
+        sensitivities are computed under.
+    style : Style
+        Colour, line style and marker in every figure.
+    reference : str
+        Short citation of where the algorithm (and its formulas) come from.
+    """
+
+    name: str
+    label: str
+    private: bool
+    calibration: str
+    release_fn: Callable[[ReleaseContext], list[Release]] = field(repr=False)
+    fit_fn: Callable[..., FitResult | PendingSolve] = field(repr=False)
+    noise_kinds: tuple[str, ...] = ()
+    has_lambda: bool = False
+    needs_rows: bool = False
+    reproduction: bool = False
+    hyperparameters: Mapping[str, Any] = field(default_factory=dict)
+    tuned_nonprivately: tuple[str, ...] = ()
+    neighbouring: str = "add/remove"
+    style: Style = Style("0.3")
+    reference: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hyperparameters", MappingProxyType(dict(self.hyperparameters)))
+        if self.neighbouring not in ("add/remove", "replace-one"):
+            raise DPRegError(f"{self.name}: neighbouring must be 'add/remove' or 'replace-one'")
+
+    @property
+    def noise_stream(self) -> str:
+        """Name of the random stream this algorithm's noise comes from.
+
+        Algorithms whose noise is a standard-normal block of the same layout
+        share a stream (common random numbers: paired differences between,
+        e.g., AdaSSP under three calibrations have small variance); any other
+        algorithm draws from a stream named after itself.  Either way the
+        stream does not depend on which other algorithms are configured.
+        """
+        if self.noise_kinds:
+            return "normals:" + "+".join(self.noise_kinds)
+        return self.name
+
+    def resolve_params(self, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Defaults overridden by ``params``; an unknown name is refused."""
+        out = dict(self.hyperparameters)
+        for key, value in (params or {}).items():
+            if key not in out:
+                allowed = ", ".join(sorted(out)) or "none"
+                raise DPRegError(
+                    f"algorithm {self.name!r} has no hyperparameter {key!r} (allowed: {allowed})"
+                )
+            out[key] = value
+        return out
+
+    def releases(
+        self,
+        *,
+        epsilon: float,
+        delta: float,
+        d: int,
+        bound_x: float = 1.0,
+        bound_y: float = 1.0,
+        rho: float = 0.05,
+        n: int | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> list[Release]:
+        """The noisy releases this algorithm makes in one run at (epsilon, delta)."""
+        if not self.private:
+            return []
+        ctx = ReleaseContext(
+            check_epsilon(epsilon),
+            check_delta(delta),
+            int(d),
+            float(bound_x),
+            float(bound_y),
+            float(rho),
+            None if n is None else int(n),
+            _freeze(self.resolve_params(params)),
+        )
+        return list(_cached_releases(self.release_fn, ctx))
+
+    def outside_validity(self, **kw: Any) -> bool:
+        """Whether any release of the run misses its nominal budget (``Release.valid``).
+
+        Takes the keyword arguments of :meth:`releases`; this is the one
+        definition of validity the ledger, tables and figures use.
+        """
+        return not all(r.valid for r in self.releases(**kw))
+
+    def fit(
+        self,
+        stats: SuffStats,
+        *,
+        epsilon: float,
+        delta: float,
+        rng: np.random.Generator | None,
+        size: int = 1,
+        rho: float = 0.05,
+        xtx_offset: float = 1.0,
+        params: Mapping[str, Any] | None = None,
+        rows: tuple[np.ndarray, np.ndarray] | None = None,
+        capture: bool = False,
+    ) -> FitResult:
+        """Draw ``size`` repeats of the algorithm on ``stats``.
+
+        Parameters
+        ----------
+        stats : SuffStats
+            Training statistics; their rows were checked against
+            ``stats.bound_x`` and ``stats.bound_y`` when they were built.
+        epsilon, delta : float
+            Total privacy budget of one run (``epsilon > 0``, ``0 < delta < 1``).
+        rng : numpy.random.Generator
+            Source of all noise (keyword-only; never global state).
+        size : int
+            Number of noise repeats drawn and solved in one batch.
+        rho : float
+            AdaSSP failure probability (Wang 2018), in (0, 1).
+        xtx_offset : float
+            ``c`` in ``A = X^T X + c I`` (Wang's code: 1).
+        params : mapping, optional
+            Hyperparameters overriding the entry's defaults.
+        rows : (X, y), optional
+            The training rows, required when :attr:`needs_rows`.
+        capture : bool
+            Record the noisy released values (see :class:`FitResult`).
+        """
+        return self.fit_grid(
+            stats,
+            epsilons=[epsilon],
+            delta=delta,
+            rngs=[rng],
+            size=size,
+            rho=rho,
+            xtx_offset=xtx_offset,
+            params=params,
+            rows=rows,
+            capture=capture,
+        )
+
+    def fit_grid(
+        self,
+        stats: SuffStats,
+        *,
+        epsilons: Sequence[float],
+        delta: float,
+        rngs: Sequence[np.random.Generator | None],
+        size: int = 1,
+        rho: float = 0.05,
+        xtx_offset: float = 1.0,
+        params: Mapping[str, Any] | None = None,
+        rows: tuple[np.ndarray, np.ndarray] | None = None,
+        capture: bool = False,
+    ) -> FitResult:
+        """:meth:`fit` for every epsilon of a grid, each with its own ``rng``.
+
+        Non-private algorithms draw nothing (their ``rngs`` may be None) and
+        are fitted once.  For private ones the noise of each epsilon is drawn
+        from its own generator exactly as :meth:`fit` draws it; systems handed
+        back as :class:`PendingSolve` are solved in one stacked call, which is
+        bit-identical to solving them per epsilon (a batched solve treats
+        every matrix independently).
+        """
+        _check_run_params(stats, rho, xtx_offset)
+        if self.needs_rows:
+            _check_rows(self.name, stats, rows)
+        resolved = self.resolve_params(params)
+        base = FitOptions(
+            rng=None,
+            size=int(size),
+            rho=float(rho),
+            xtx_offset=float(xtx_offset),
+            params=MappingProxyType(resolved),
+            rows=rows if self.needs_rows else None,
+            solve=False,
+            capture=bool(capture),
+        )
+        if not self.private:
+            one = _as_result(self.fit_fn(stats, [], base))
+            k = len(epsilons)
+            return FitResult(
+                np.tile(one.theta, (k, 1)), np.tile(one.lam, k), np.tile(one.failed, k)
+            )
+        parts = []
+        for eps, rng in zip(epsilons, rngs, strict=True):
+            if rng is None:
+                raise DPRegError(f"{self.name} is private and needs an rng for epsilon={eps}")
+            rel = self.releases(
+                epsilon=eps,
+                delta=delta,
+                d=stats.d,
+                bound_x=stats.bound_x,
+                bound_y=stats.bound_y,
+                rho=rho,
+                n=stats.n,
+                params=resolved,
+            )
+            parts.append(self.fit_fn(stats, rel, _with_rng(base, rng)))
+        return _stack(parts, capture)
+
+
+def _with_rng(opts: FitOptions, rng: np.random.Generator) -> FitOptions:
+    return FitOptions(
+        rng, opts.size, opts.rho, opts.xtx_offset, opts.params, opts.rows, opts.solve, opts.capture
+    )
+
+
+def _as_result(part: FitResult | PendingSolve) -> FitResult:
+    if isinstance(part, FitResult):
+        return part
+    theta, failed = solve_batched(part.A, part.b)
+    return FitResult(theta, part.lam, failed, part.released)
+
+
+def _merge_released(parts: Sequence[FitResult | PendingSolve]) -> dict[str, np.ndarray] | None:
+    recs = [p.released for p in parts]
+    if any(r is None for r in recs):
+        return None
+    keys = list(recs[0])  # type: ignore[arg-type]
+    return {k: np.concatenate([r[k] for r in recs]) for k in keys}  # type: ignore[index]
+
+
+def _stack(parts: list[FitResult | PendingSolve], capture: bool) -> FitResult:
+    released = _merge_released(parts) if capture else None
+    pending = [p for p in parts if isinstance(p, PendingSolve)]
+    if len(pending) == len(parts):
+        A = np.concatenate([p.A for p in pending])
+        b = np.concatenate([p.b for p in pending])
+        theta, failed = solve_batched(A, b)
+        return FitResult(theta, np.concatenate([p.lam for p in pending]), failed, released)
+    done = [_as_result(p) for p in parts]
+    return FitResult(
+        np.concatenate([p.theta for p in done]),
+        np.concatenate([p.lam for p in done]),
+        np.concatenate([p.failed for p in done]),
+        released,
+    )
+
+
+def _check_run_params(stats: object, rho: float, xtx_offset: float) -> None:
+    if not isinstance(stats, SuffStats):
+        raise DPRegError("stats must be a dpreg.stats.SuffStats")
+    if not (0.0 < rho < 1.0):
+        raise DPRegError(f"rho must lie in (0, 1), got {rho!r}")
+    if not (xtx_offset >= 0 and math.isfinite(xtx_offset)):
+        raise DPRegError(f"xtx_offset must be a finite number >= 0, got {xtx_offset!r}")
+
+
+def _check_rows(name: str, stats: SuffStats, rows: object) -> None:
+    if rows is None:
+        raise DPRegError(f"algorithm {name!r} needs the training rows (rows=(X, y))")
+    X, y = rows  # type: ignore[misc]
+    if X.shape != (stats.n, stats.d) or y.shape != (stats.n,):
+        raise DPRegError(
+            f"algorithm {name!r}: rows of shape {X.shape}, {y.shape} do not match the "
+            f"statistics (n={stats.n}, d={stats.d})"
+        )
