@@ -36,11 +36,13 @@ from dpreg.preprocess.folds import fold_rows, fold_statistics
 from dpreg.preprocess.private import (
     PublicRanges,
     RawMoments,
+    algorithm_budget,
     private_fold_data,
     private_stat_releases,
     raw_fold_moments,
 )
 from dpreg.preprocess.spec import (
+    INTERCEPTS,
     SCALES,
     STATS_SOURCES,
     VARIANT_KEYS,
@@ -52,6 +54,7 @@ from dpreg.preprocess.spec import (
 from dpreg.preprocess.transform import FittedTransform, FoldData
 
 __all__ = [
+    "INTERCEPTS",
     "SCALES",
     "STATS_SOURCES",
     "VARIANT_KEYS",
@@ -65,6 +68,7 @@ __all__ = [
     "VariantSpec",
     "fold_rows",
     "fold_statistics",
+    "algorithm_budget",
     "private_fold_data",
     "private_stat_releases",
     "raw_fold_moments",

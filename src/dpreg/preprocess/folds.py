@@ -177,7 +177,7 @@ def _fit_partial(
                 1.0,
                 float(r["ymean"]),
                 float(t_scale) if t_scale > 0 else 1.0,
-                source.d + int(spec.intercept),
+                source.d + int(spec.has_intercept),
             )
         )
     return partial
@@ -242,13 +242,15 @@ def _maxnorm_statistics(
 ) -> list[FoldData]:
     """Fold statistics of a ``maxnorm`` variant in one pass.
 
-    Dividing every row by ``x_max`` scales ``X^T X`` by ``1/x_max^2`` and
-    ``X^T y`` by ``1/x_max``, so the statistics of the standardised rows and
-    the largest training row norm are gathered together and the scaling is
-    applied afterwards.  ``partial`` holds the fitted transforms with
-    ``x_max = 1`` (one for global statistics, one per fold otherwise).
-    The bound check is exact: after the division the largest training row
-    norm is 1 by construction, and ``|y| <= 1`` is checked on every row.
+    Dividing the columns by ``x_max`` (``D = diag(column_factors)``) maps
+    ``X^T X`` to ``D X^T X D`` and ``X^T y`` to ``D X^T y``, so the statistics
+    of the standardised rows and the largest training row norm are gathered
+    together and the scaling is applied afterwards.  ``partial`` holds the
+    fitted transforms with ``x_max = 1`` (one for global statistics, one per
+    fold otherwise).  The bound check is exact: after the division the
+    largest training feature norm is 1 by construction (rows have norm at
+    most ``spec.row_bound``, ``sqrt(2)`` with the thesis' intercept), and
+    ``|y| <= 1`` is checked on every row.
     """
     d_out = partial[0].d_out
     # per fold (global) or per config (train): unscaled training and test sums
@@ -272,7 +274,7 @@ def _maxnorm_statistics(
                 zz[k] += Z.T @ Z
                 zy[k] += Z.T @ ym
                 yy[k] += float(ym @ ym)
-                xmax[k] = max(xmax[k], float(np.sqrt(np.einsum("ij,ij->i", Z, Z)).max()))
+                xmax[k] = max(xmax[k], float(tr.feature_norms(Z).max()))
                 ymax[k] = max(ymax[k], float(np.abs(ym).max()))
             if m.any():
                 test[k] = test[k] + ScoreStats.from_arrays(*tr.transform_test(X[m], y[m]))
@@ -289,11 +291,14 @@ def _maxnorm_statistics(
                 "rows must satisfy |y_i| <= 1 before any private release"
             )
 
+    bound_x = partial[0].spec.row_bound
+
     def scaled(k: int) -> tuple[SuffStats, ScoreStats]:
-        x = scales[k]
-        tr_k = SuffStats(int(n[k]), zz[k] / x**2, zy[k] / x, float(yy[k]))
+        D = partial[0].column_factors(scales[k])  # 1/x_max per column (Eq. 3.5 / 3.6)
+        DD = np.outer(D, D)
+        tr_k = SuffStats(int(n[k]), zz[k] * DD, zy[k] * D, float(yy[k]), bound_x, 1.0)
         te = test[k]
-        return tr_k, ScoreStats(te.m, te.uu / x**2, te.ur / x, te.rr, te.t_sum, te.t_sq)
+        return tr_k, ScoreStats(te.m, te.uu * DD, te.ur * D, te.rr, te.t_sum, te.t_sq)
 
     out = []
     if global_stats:

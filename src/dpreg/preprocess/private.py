@@ -1,34 +1,195 @@
-"""Private pre-processing (thesis option 3): transform statistics released with noise."""
+"""Private pre-processing (thesis option 3): the transform's statistics released with noise.
+
+Kalaja (2020), Section 3.3.2, notes that the means, sds and maxima of the
+pre-processing could be released privately "by splitting the privacy
+budget" (Theorem 2.7, composition).  This module does so for the ``maxnorm``
+mapping, whose transform is affine in ``x``:
+
+1. Every column (and ``y``) has a *public* range ``[lo, hi]`` declared in
+   the config (``public_ranges:``, per dataset and column, with the source
+   of the assumption).  Ranges are never read from the data: rows outside
+   their range are clipped to it before any statistic is taken, so the
+   sensitivities below hold for every row.
+2. Three Gaussian releases (:func:`private_stat_releases`) -- the column
+   sums and column sums of squares of ``x - c`` and the sum of ``y - c_y``
+   (``c`` the centre of the ranges) -- spend the variant's
+   ``epsilon_share`` of ``(epsilon, delta)``, composed in Gaussian DP.
+3. Means, sds and the y centre are post-processing of those releases;
+   ``y_scale`` and ``x_max`` are derived from the ranges, so every mapped
+   training row lies in the ball of radius ``spec.row_bound`` -- which is
+   also checked (:func:`private_fold_data`) on the extreme values of the
+   clipped rows before any statistic goes to an algorithm.
+4. The regression algorithm gets the remaining ``(1 - share)`` of the budget
+   (:func:`algorithm_budget`); the ledger composes all releases.
+
+References
+----------
+Kalaja, E. (2020). Adaptive algorithm in differential privacy: comparative
+analysis of pre-processing methods. MSc thesis, Univ. Helsinki, Sections 3.3.2
+(option 3) and 2 (Theorem 2.7, composition).
+Dong, J., Roth, A. & Su, W. (2019). Gaussian differential privacy. JRSS-B,
+Corollary 3.3 (composition of Gaussian releases).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
+from dpreg import mechanisms as mech
+from dpreg._validation import DPRegError
+from dpreg.mechanisms import Release
 from dpreg.preprocess.spec import RowSource, VariantSpec
 from dpreg.preprocess.transform import FittedTransform, FoldData
-from dpreg.stats import ScoreStats, SuffStats
+from dpreg.stats import ScoreStats, SuffStats, check_rows_within_bounds
 
 __all__ = [
     "PublicRanges",
     "RawMoments",
+    "STAT_RELEASES",
+    "algorithm_budget",
     "private_fold_data",
     "private_stat_releases",
     "raw_fold_moments",
+    "release_statistics",
 ]
+
+#: The private pre-processing releases, in the order of their noise block.
+STAT_RELEASES = ("column_sums", "column_sums_of_squares", "y_sum")
+_STAT_KINDS = ("vector", "vector", "scalar")
 
 
 # --------------------------------------------------------------------------
-# private pre-processing (thesis option 3): affine transforms from raw moments
+# public ranges: declared in the config, never taken from the data
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PublicRanges:
+    """Per-column ranges ``[lo, hi]`` of ``X`` and ``[ylo, yhi]`` of ``y`` treated as public.
+
+    Private pre-processing needs a priori ranges to bound its
+    sensitivities.  They are domain knowledge declared in the config
+    (:meth:`from_config`), listed in the ledger with their ``source``.
+    """
+
+    lo: np.ndarray
+    hi: np.ndarray
+    ylo: float
+    yhi: float
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        lo = np.asarray(self.lo, dtype=float)
+        hi = np.asarray(self.hi, dtype=float)
+        if lo.shape != hi.shape or lo.ndim != 1:
+            raise DPRegError("public ranges: lo and hi must be vectors of the same length")
+        ok = np.isfinite(lo) & np.isfinite(hi) & (lo <= hi)
+        if not ok.all() or not (math.isfinite(self.ylo) and math.isfinite(self.yhi)):
+            raise DPRegError("public ranges must be finite with lo <= hi")
+        if self.ylo > self.yhi:
+            raise DPRegError(f"public range of y must have lo <= hi, got [{self.ylo}, {self.yhi}]")
+        object.__setattr__(self, "lo", lo)
+        object.__setattr__(self, "hi", hi)
+
+    @property
+    def centre(self) -> np.ndarray:
+        return (self.lo + self.hi) / 2
+
+    @property
+    def ycentre(self) -> float:
+        return (self.ylo + self.yhi) / 2
+
+    @property
+    def radius(self) -> np.ndarray:
+        """Half-widths ``r = (hi - lo) / 2``: ``|x_j - c_j| <= r_j`` for a clipped row."""
+        return (self.hi - self.lo) / 2
+
+    @property
+    def yradius(self) -> float:
+        return (self.yhi - self.ylo) / 2
+
+    def clip(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows clipped to the declared ranges (done before any statistic is taken)."""
+        return np.clip(X, self.lo, self.hi), np.clip(y, self.ylo, self.yhi)
+
+    @classmethod
+    def from_config(
+        cls,
+        declared: Mapping[str, Any] | None,
+        *,
+        dataset: str,
+        features: Sequence[str],
+        target: str,
+    ) -> PublicRanges:
+        """Ranges of one dataset from its config entry ``public_ranges.<dataset>``.
+
+        ``declared`` is ``{"source": text, "columns": {name: [lo, hi], ...}}``
+        naming every feature of the prepared table and its target.  Missing
+        or unknown columns, a missing source and ``lo > hi`` are refused with
+        a message naming the dataset and the columns.
+        """
+        where = f"public_ranges.{dataset}"
+        names = [*features, target]
+        if declared is None:
+            raise DPRegError(
+                f"dataset {dataset!r}: private_stats needs public ranges declared under "
+                f"{where}.columns (never taken from the data); missing columns: {', '.join(names)}"
+            )
+        if not isinstance(declared, Mapping) or set(declared) - {"source", "columns"}:
+            raise DPRegError(f"{where} must be a mapping with keys 'source' and 'columns'")
+        source = declared.get("source")
+        if not isinstance(source, str) or not source.strip():
+            raise DPRegError(f"{where}.source must say where the ranges come from (a text)")
+        cols = declared.get("columns")
+        if not isinstance(cols, Mapping):
+            raise DPRegError(f"{where}.columns must map column names to [lo, hi]")
+        missing = [c for c in names if c not in cols]
+        if missing:
+            raise DPRegError(
+                f"dataset {dataset!r}: {where}.columns has no range for column(s) "
+                f"{', '.join(missing)}; private_stats needs every column's range"
+            )
+        unknown = sorted(set(cols) - set(names))
+        if unknown:
+            raise DPRegError(
+                f"{where}.columns: unknown column(s) {', '.join(map(str, unknown))}; "
+                f"the prepared table has {', '.join(names)}"
+            )
+        pairs = []
+        for c in names:
+            v = cols[c]
+            if (
+                not isinstance(v, Sequence)
+                or isinstance(v, str)
+                or len(v) != 2
+                or not all(isinstance(t, int | float) and not isinstance(t, bool) for t in v)
+                or not (math.isfinite(v[0]) and math.isfinite(v[1]) and v[0] <= v[1])
+            ):
+                raise DPRegError(
+                    f"{where}.columns.{c} must be [lo, hi] with finite numbers lo <= hi, got {v!r}"
+                )
+            pairs.append((float(v[0]), float(v[1])))
+        lo = np.array([p[0] for p in pairs[:-1]])
+        hi = np.array([p[1] for p in pairs[:-1]])
+        return cls(lo, hi, pairs[-1][0], pairs[-1][1], source.strip())
+
+
+# --------------------------------------------------------------------------
+# raw moments of the clipped rows
 # --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class RawMoments:
-    """Raw moments of rows shifted by the public centre ``c`` of their ranges.
+    """Raw moments of clipped rows shifted by the public centre ``c`` of their ranges.
 
     ``sx = sum (x - c)``, ``sxx = sum (x - c)(x - c)^T``, ``sxy``, ``sy``, ``syy``
     (``y`` shifted by ``c_y``).  Additive, so a training fold is the total
-    minus its test fold.
+    minus its test fold.  ``xlo``/``xhi``/``ylo``/``yhi`` are per-column
+    extremes of the clipped rows, used only by the bound check (a
+    difference keeps the extremes of its left operand, a superset of the
+    rows, which keeps the check valid).
     """
 
     n: float
@@ -37,6 +198,33 @@ class RawMoments:
     sxy: np.ndarray
     sy: float
     syy: float
+    xlo: np.ndarray
+    xhi: np.ndarray
+    ylo: float
+    yhi: float
+
+    @classmethod
+    def zeros(cls, d: int) -> RawMoments:
+        inf = np.full(d, np.inf)
+        return cls(
+            0.0, np.zeros(d), np.zeros((d, d)), np.zeros(d), 0.0, 0.0, inf, -inf, np.inf, -np.inf
+        )
+
+    @classmethod
+    def of_rows(cls, A: np.ndarray, b: np.ndarray) -> RawMoments:
+        """Moments of centred clipped rows ``A = x - c``, ``b = y - c_y``."""
+        return cls(
+            float(A.shape[0]),
+            A.sum(0),
+            A.T @ A,
+            A.T @ b,
+            float(b.sum()),
+            float(b @ b),
+            A.min(0),
+            A.max(0),
+            float(b.min()),
+            float(b.max()),
+        )
 
     def __sub__(self, o: RawMoments) -> RawMoments:
         return RawMoments(
@@ -46,6 +234,10 @@ class RawMoments:
             self.sxy - o.sxy,
             self.sy - o.sy,
             self.syy - o.syy,
+            self.xlo,
+            self.xhi,
+            self.ylo,
+            self.yhi,
         )
 
     def __add__(self, o: RawMoments) -> RawMoments:
@@ -56,131 +248,144 @@ class RawMoments:
             self.sxy + o.sxy,
             self.sy + o.sy,
             self.syy + o.syy,
+            np.minimum(self.xlo, o.xlo),
+            np.maximum(self.xhi, o.xhi),
+            min(self.ylo, o.ylo),
+            max(self.yhi, o.yhi),
         )
 
 
-@dataclass(frozen=True)
-class PublicRanges:
-    """Per-column ranges ``[lo, hi]`` of ``X`` and ``[ylo, yhi]`` of ``y`` treated as public.
+def raw_fold_moments(
+    source: RowSource, folds: int, *, ranges: PublicRanges | None = None
+) -> tuple[PublicRanges, list[RawMoments]]:
+    """Per-fold raw moments of the rows clipped to the declared public ranges (one pass).
 
-    Private pre-processing needs a priori ranges to bound sensitivities; the
-    pipeline takes them as domain knowledge (listed as such in the ledger).
+    ``ranges`` must come from the config (:meth:`PublicRanges.from_config`);
+    nothing about the ranges is read from the data.  Returns ``(ranges,
+    moments)``.
     """
-
-    lo: np.ndarray
-    hi: np.ndarray
-    ylo: float
-    yhi: float
-
-    @property
-    def centre(self) -> np.ndarray:
-        return (self.lo + self.hi) / 2
-
-    @property
-    def ycentre(self) -> float:
-        return (self.ylo + self.yhi) / 2
-
-
-def raw_fold_moments(source: RowSource, folds: int) -> tuple[PublicRanges, list[RawMoments]]:
-    """Column ranges (one pass) and per-fold raw moments about their centres (second pass)."""
-    lo = np.full(source.d, np.inf)
-    hi = np.full(source.d, -np.inf)
-    ylo, yhi = np.inf, -np.inf
-    for X, y, _ in source.chunks():
-        lo = np.minimum(lo, X.min(axis=0))
-        hi = np.maximum(hi, X.max(axis=0))
-        ylo, yhi = min(ylo, float(y.min())), max(yhi, float(y.max()))
-    ranges = PublicRanges(lo, hi, ylo, yhi)
-    d = source.d
-    mom = [
-        RawMoments(0.0, np.zeros(d), np.zeros((d, d)), np.zeros(d), 0.0, 0.0) for _ in range(folds)
-    ]
+    if ranges is None:
+        raise DPRegError(
+            "private pre-processing needs declared public ranges (config key public_ranges); "
+            "they are never taken from the data"
+        )
+    if ranges.lo.size != source.d:
+        raise DPRegError(
+            f"public ranges cover {ranges.lo.size} feature columns, the data has {source.d}"
+        )
+    mom = [RawMoments.zeros(source.d) for _ in range(folds)]
     for X, y, f in source.chunks():
-        Xc = X - ranges.centre
-        yc = y - ranges.ycentre
+        Xc, yc = ranges.clip(X, y)
+        A = Xc - ranges.centre
+        b = yc - ranges.ycentre
         for k in range(folds):
             m = f == k
             if m.any():
-                A, b = Xc[m], yc[m]
-                mom[k] = mom[k] + RawMoments(
-                    float(m.sum()), A.sum(0), A.T @ A, A.T @ b, float(b.sum()), float(b @ b)
-                )
+                mom[k] = mom[k] + RawMoments.of_rows(A[m], b[m])
     return ranges, mom
 
 
-def private_stat_releases(ranges: PublicRanges, *, epsilon: float, delta: float, d: int):
-    """The three Gaussian releases of private pre-processing, calibrated with exact GDP.
+# --------------------------------------------------------------------------
+# the releases
+# --------------------------------------------------------------------------
+def private_stat_releases(
+    ranges: PublicRanges, *, epsilon: float, delta: float, d: int | None = None
+) -> list[Release]:
+    """The three Gaussian releases of private pre-processing, composed exactly in GDP.
 
-    ``sum (x - c)`` (L2 sensitivity ``||r||``, ``r = (hi - lo)/2``),
-    ``sum (x - c)^2`` (``||r^2||``) and ``sum (y - c_y)`` (``r_y``) under
-    add/remove of one row; ``mu = gdp_mu(epsilon, delta)`` split as
-    ``mu / sqrt(3)`` per release (Dong, Roth & Su 2019).
+    Under add/remove of one clipped row (``|x_j - c_j| <= r_j``,
+    ``|y - c_y| <= r_y``) the L2 sensitivities are ``||r||`` for
+    ``sum (x - c)``, ``||r^2||`` for ``sum (x - c)^2`` (each entry lies in
+    ``[0, r_j^2]``) and ``r_y`` for ``sum (y - c_y)``.  With
+    ``mu = gdp_mu(epsilon, delta)`` each release gets ``mu / sqrt(3)``, so the
+    three compose to exactly ``(epsilon, delta)`` (Dong, Roth & Su 2019,
+    Corollary 3.3); the nominal share of each is reported as
+    ``(epsilon/3, delta/3)``.  ``d`` is accepted for symmetry with the
+    algorithms' release functions and not used.
+
+    References
+    ----------
+    Dong, J., Roth, A. & Su, W. (2019). Gaussian differential privacy. JRSS-B.
     """
-    import math
-
-    from dpreg.mechanisms import Release, gdp_mu
-
-    r = (ranges.hi - ranges.lo) / 2
-    ry = (ranges.yhi - ranges.ylo) / 2
-    sens = [float(np.linalg.norm(r)), float(np.linalg.norm(r * r)), float(ry)]
-    mu = gdp_mu(epsilon=epsilon, delta=delta)
-    names = ["column_sums", "column_sums_of_squares", "y_sum"]
-    return [
-        Release(
-            nm,
-            "gaussian",
-            max(s, 1e-300),
-            max(s, 1e-300) * math.sqrt(3) / mu,
-            epsilon / 3,
-            delta / 3,
-            "gdp",
-            True,
+    r = ranges.radius
+    sens = [float(np.linalg.norm(r)), float(np.linalg.norm(r * r)), float(ranges.yradius)]
+    mu = mech.gdp_mu(epsilon=epsilon, delta=delta)
+    out = []
+    for name, s in zip(STAT_RELEASES, sens, strict=True):
+        s = max(s, 1e-300)  # a zero-width range: any positive sensitivity is an upper bound
+        out.append(
+            mech.gaussian_release(
+                name,
+                sensitivity=s,
+                sigma=s * math.sqrt(3.0) / mu,
+                epsilon=epsilon / 3,
+                delta=delta / 3,
+                calibration="gdp",
+                valid=True,
+            )
         )
-        for nm, s in zip(names, sens, strict=True)
-    ]
+    return out
 
 
-def private_fold_data(
+def algorithm_budget(spec: VariantSpec, *, epsilon: float, delta: float) -> tuple[float, float]:
+    """The ``(epsilon, delta)`` left for the regression after the statistics' share."""
+    if spec.private_stats is None:
+        return float(epsilon), float(delta)
+    share = spec.private_stats.epsilon_share
+    return (1.0 - share) * float(epsilon), (1.0 - share) * float(delta)
+
+
+def release_statistics(
+    train: RawMoments, releases: Sequence[Release], *, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """The noisy column sums, column sums of squares and y sum of one run.
+
+    The noise is one block of standard normals drawn by
+    :func:`dpreg.mechanisms.normal_block_noise` with the releases' scales.
+    Returns release name -> released value.
+    """
+    names = [r.name for r in releases]
+    if tuple(names) != STAT_RELEASES:
+        raise DPRegError(f"private statistics releases must be {STAT_RELEASES}, got {names}")
+    d = train.sx.size
+    noise = mech.normal_block_noise(_STAT_KINDS, [r.scale for r in releases], d, rng=rng, size=1)
+    exact = (train.sx, np.diag(train.sxx), np.array(train.sy))
+    return {nm: v + z[0] for nm, v, z in zip(STAT_RELEASES, exact, noise, strict=True)}
+
+
+# --------------------------------------------------------------------------
+# the transform and the fold statistics from the noisy releases
+# --------------------------------------------------------------------------
+def _fit_from_noisy(
     spec: VariantSpec,
     ranges: PublicRanges,
-    train: RawMoments,
-    test: RawMoments,
+    n: float,
+    noisy: Mapping[str, np.ndarray],
     shared: tuple[float, float],
-    releases: list,
-    *,
-    fold: int,
-    rng: np.random.Generator,
-) -> FoldData:
-    """Fit a maxnorm variant from *noisy* moments and build its fold statistics.
-
-    Means and sds of ``X`` and the mean of ``y`` come from the noisy
-    releases; ``y_scale`` and ``x_max`` are derived from the public ranges,
-    so every training row provably lies in the unit ball.
-    """
-    n = train.n
+) -> FittedTransform:
+    """Means, sds, y centre from the noisy releases; ``y_scale`` and ``x_max`` from the ranges."""
     c = ranges.centre
-    s1 = train.sx + rng.standard_normal(c.size) * releases[0].scale
-    s2 = np.diag(train.sxx) + rng.standard_normal(c.size) * releases[1].scale
-    sy = train.sy + rng.standard_normal() * releases[2].scale
-    m1 = s1 / n
-    var = np.maximum(s2 / n - m1 * m1, 0.0) * n / max(n - 1, 1)
+    m1 = noisy["column_sums"] / n
+    var = np.maximum(noisy["column_sums_of_squares"] / n - m1 * m1, 0.0) * n / max(n - 1, 1)
     width = np.where(ranges.hi > ranges.lo, ranges.hi - ranges.lo, 1.0)
     sd = np.maximum(np.sqrt(var), 1e-3 * width) if spec.standardize else np.ones_like(c)
     mean = np.clip(c + m1, ranges.lo, ranges.hi) if spec.standardize else np.zeros_like(c)
-    y_center = (
-        float(np.clip(ranges.ycentre + sy / n, ranges.ylo, ranges.yhi)) if spec.center_y else 0.0
-    )
-    y_scale = (
-        max(ranges.yhi - y_center, y_center - ranges.ylo, abs(ranges.ylo), abs(ranges.yhi))
-        if not spec.center_y
-        else max(ranges.yhi - y_center, y_center - ranges.ylo)
-    )
+    if spec.center_y:
+        y_center = float(
+            np.clip(ranges.ycentre + float(noisy["y_sum"]) / n, ranges.ylo, ranges.yhi)
+        )
+        y_scale = max(ranges.yhi - y_center, y_center - ranges.ylo)
+    else:
+        y_center = 0.0
+        y_scale = max(abs(ranges.ylo), abs(ranges.yhi))
     y_scale = y_scale if y_scale > 0 else 1.0
+    # the largest standardised feature norm any clipped row can have
     far = np.maximum(np.abs(ranges.lo - mean), np.abs(ranges.hi - mean)) / sd
-    x_max = float(np.sqrt(far @ far + (1.0 if spec.intercept else 0.0)))
+    extra = 1.0 if spec.intercept_form == "scaled" else 0.0
+    x_max = float(np.sqrt(far @ far + extra))
     x_max = x_max if x_max > 0 else 1.0
     t_center, t_scale = shared
-    tr = FittedTransform(
+    return FittedTransform(
         spec,
         None,
         mean,
@@ -191,35 +396,88 @@ def private_fold_data(
         1.0,
         t_center,
         t_scale,
-        c.size + int(spec.intercept),
+        c.size + int(spec.has_intercept),
     )
 
-    def mapped(m: RawMoments) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, float]:
-        # moments of x' = D (x - mean) [, 1/x_max] and y' = (y - y_center) / y_scale
-        a = mean - c  # shift of the centred data
-        by = y_center - ranges.ycentre
-        sxx = m.sxx - np.outer(a, m.sx) - np.outer(m.sx, a) + m.n * np.outer(a, a)
-        sx = m.sx - m.n * a
-        sxy = m.sxy - by * m.sx - a * m.sy + m.n * a * by
-        sy = m.sy - m.n * by
-        syy = m.syy - 2 * by * m.sy + m.n * by * by
-        D = 1.0 / (sd * x_max)
-        xx = sxx * np.outer(D, D)
-        xy = sxy * D / y_scale
-        xs = sx * D
-        if spec.intercept:
-            k = 1.0 / x_max
-            xx = np.block([[xx, (xs * k)[:, None]], [(xs * k)[None, :], np.array([[m.n * k * k]])]])
-            xy = np.append(xy, sy / y_scale * k)
-        return xx, xy, syy / y_scale**2, xs, sy / y_scale
 
-    xx, xy, yy, _, _ = mapped(train)
-    train_stats = SuffStats(int(round(n)), xx, xy, yy)
-    # test: U = (y_scale / t_scale) x', t = (y - t_center)/t_scale, r = t - o
-    uu, uy, yy_t, _, sy_t = mapped(test)
-    g = y_scale / t_scale
-    o = (y_center - t_center) / t_scale
-    # in test units: y' = (y - y_center)/y_scale, so r = t - o = g * y'
+def _check_mapped_bounds(tr: FittedTransform, ranges: PublicRanges, train: RawMoments) -> None:
+    """The bound check of the statistics path, on the extremes of the clipped rows.
+
+    The row made of each column's farthest value from the fitted mean has
+    the largest mapped norm any training row can have, and the farthest
+    ``y`` the largest ``|y'|``; both go through
+    :func:`~dpreg.stats.check_rows_within_bounds`.
+    """
+    c, yc = ranges.centre, ranges.ycentre
+    lo, hi = c + train.xlo, c + train.xhi
+    corner = np.where(np.abs(hi - tr.x_mean) >= np.abs(lo - tr.x_mean), hi, lo)
+    ylo, yhi = yc + train.ylo, yc + train.yhi
+    yfar = yhi if abs(yhi - tr.y_center) >= abs(ylo - tr.y_center) else ylo
+    Xm, ym = tr.transform_train(corner[None, :], np.array([yfar]), check=False)
+    check_rows_within_bounds(Xm, ym, bound_x=tr.spec.row_bound, bound_y=1.0, what="private-stats")
+
+
+def _mapped_moments(
+    tr: FittedTransform, ranges: PublicRanges, m: RawMoments
+) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """``(X'^T X', X'^T y', y'^T y', sum y')`` of the mapped rows from their raw moments.
+
+    ``x' = D (x - mean)`` with ``D = 1 / (sd x_max)`` (plus the ones column
+    times its factor), ``y' = (y - y_center) / y_scale``.
+    """
+    c = ranges.centre
+    a = tr.x_mean - c  # shift of the centred data
+    by = tr.y_center - ranges.ycentre
+    sxx = m.sxx - np.outer(a, m.sx) - np.outer(m.sx, a) + m.n * np.outer(a, a)
+    sx = m.sx - m.n * a
+    sxy = m.sxy - by * m.sx - a * m.sy + m.n * a * by
+    sy = m.sy - m.n * by
+    syy = m.syy - 2 * by * m.sy + m.n * by * by
+    D = 1.0 / (tr.x_sd * tr.x_max)
+    xx = sxx * np.outer(D, D)
+    xy = sxy * D / tr.y_scale
+    if tr.spec.has_intercept:
+        k = tr.column_factors()[-1]
+        xs = sx * D * k
+        xx = np.block([[xx, xs[:, None]], [xs[None, :], np.array([[m.n * k * k]])]])
+        xy = np.append(xy, sy / tr.y_scale * k)
+    return xx, xy, syy / tr.y_scale**2, sy / tr.y_scale
+
+
+def private_fold_data(
+    spec: VariantSpec,
+    ranges: PublicRanges,
+    train: RawMoments,
+    test: RawMoments,
+    shared: tuple[float, float],
+    releases: list[Release],
+    *,
+    fold: int,
+    rng: np.random.Generator,
+) -> FoldData:
+    """One run's fold statistics of a private-stats variant, fitted from *noisy* moments.
+
+    The statistics are released (:func:`release_statistics`), the transform
+    is fitted from the released values and the public ranges, the bound
+    check runs on the extremes of the clipped training rows, and the
+    training and test statistics are mapped from the raw moments.  The
+    returned :class:`FoldData` carries the pre-processing ``releases`` (for
+    the ledger) and the ``released`` values (for the end-to-end audit).
+    """
+    if spec.private_stats is None or spec.scale != "maxnorm" or spec.clip_sigma is not None:
+        raise DPRegError(
+            "private_stats needs scale 'maxnorm' and no clipping (the transform must be affine in x)"
+        )
+    noisy = release_statistics(train, releases, rng=rng)
+    tr = _fit_from_noisy(spec, ranges, train.n, noisy, shared)
+    _check_mapped_bounds(tr, ranges, train)
+    xx, xy, yy, _ = _mapped_moments(tr, ranges, train)
+    train_stats = SuffStats(int(round(train.n)), xx, xy, yy, spec.row_bound, 1.0)
+    # test: U = g x', r = t - o = g y' with g = y_scale / t_scale
+    uu, uy, yy_t, sy_t = _mapped_moments(tr, ranges, test)
+    t_center, t_scale = shared
+    g = tr.y_scale / t_scale
+    o = (tr.y_center - t_center) / t_scale
     score = ScoreStats(
         int(round(test.n)),
         uu * g * g,
@@ -228,4 +486,5 @@ def private_fold_data(
         float(sy_t * g + test.n * o),
         float(yy_t * g * g + 2 * o * sy_t * g + test.n * o * o),
     )
-    return FoldData(fold, tr, train_stats, score)
+    fd = FoldData(fold, tr, train_stats, score)
+    return replace(fd, releases=tuple(releases), released=noisy)

@@ -6,6 +6,7 @@ entry; rows reach the pre-processing as chunks of a :class:`RowSource`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Protocol
@@ -18,6 +19,7 @@ __all__ = [
     "SCALES",
     "STATS_SOURCES",
     "VARIANT_KEYS",
+    "INTERCEPTS",
     "ArraySource",
     "PrivateStatsSpec",
     "RowSource",
@@ -26,6 +28,11 @@ __all__ = [
 
 SCALES = ("rownorm", "rownorm-y", "maxnorm")
 STATS_SOURCES = ("global", "train")
+#: Values of the variant key ``intercept``: none, today's column of ones
+#: divided by ``x_max`` with the features (``true`` is an alias of
+#: ``scaled``), or the thesis' form (Kalaja 2020, Eq. 3.6) with the ones
+#: column left at 1.
+INTERCEPTS = (False, True, "scaled", "thesis")
 
 
 @dataclass(frozen=True)
@@ -56,8 +63,16 @@ class VariantSpec:
         Subtract the mean of ``y`` before scaling it.
     standardize : bool
         Standardise the columns of ``X``.
-    intercept : bool
-        Append a column of ones after standardising.
+    intercept : {False, True, "scaled", "thesis"}
+        Append a column of ones after standardising.  ``"scaled"`` (or
+        ``True``): the ones column is mapped to the unit ball with the
+        features, so under ``maxnorm`` it becomes ``1 / x_max`` and rows keep
+        norm at most 1.  ``"thesis"``: Kalaja (2020), Eq. 3.6, the
+        prediction is ``theta_0 + sum_j theta_j (x_j - mean_j) / (x_max sd_j)``
+        -- the ones column stays 1 and only the features are divided by
+        ``x_max`` (their largest norm); a row then has norm at most
+        ``sqrt(2)``, the bound the sensitivities are computed with
+        (:attr:`row_bound`).  Needs ``scale: maxnorm``.
     scale : {"rownorm", "rownorm-y", "maxnorm"}
         Mapping to the unit ball.
     private_stats : PrivateStatsSpec or None
@@ -69,7 +84,7 @@ class VariantSpec:
     clip_test: bool = False
     center_y: bool = True
     standardize: bool = True
-    intercept: bool = False
+    intercept: bool | str = False
     scale: str = "maxnorm"
     private_stats: PrivateStatsSpec | None = None
 
@@ -82,15 +97,43 @@ class VariantSpec:
                 raise DPRegError(
                     f"variant key 'clip_sigma' must be null or a number > 0, got {c!r}"
                 )
-        for key in ("clip_test", "center_y", "standardize", "intercept"):
+        for key in ("clip_test", "center_y", "standardize"):
             if not isinstance(getattr(self, key), bool):
                 raise DPRegError(f"variant key {key!r} must be true or false")
+        if not (isinstance(self.intercept, bool) or self.intercept in ("scaled", "thesis")):
+            raise DPRegError(
+                "variant key 'intercept' must be false, true, 'scaled' or 'thesis', "
+                f"got {self.intercept!r}"
+            )
+        if self.intercept == "thesis" and self.scale != "maxnorm":
+            raise DPRegError(
+                f"variant key 'intercept': 'thesis' (Eq. 3.6) needs scale 'maxnorm', "
+                f"got scale {self.scale!r}"
+            )
         if self.private_stats is not None:
             share = self.private_stats.epsilon_share
             if not (isinstance(share, int | float) and 0 < share < 1):
                 raise DPRegError(
                     f"variant key 'private_stats.epsilon_share' must lie in (0, 1), got {share!r}"
                 )
+
+    @property
+    def has_intercept(self) -> bool:
+        """Whether a column of ones is appended."""
+        return self.intercept is not False
+
+    @property
+    def intercept_form(self) -> str | None:
+        """``None``, ``"scaled"`` (today's form) or ``"thesis"`` (Eq. 3.6)."""
+        if self.intercept is False:
+            return None
+        return "thesis" if self.intercept == "thesis" else "scaled"
+
+    @property
+    def row_bound(self) -> float:
+        """Norm bound ``B_X`` of a mapped training row: ``sqrt(2)`` for the thesis'
+        intercept (features of norm <= 1 plus a coordinate equal to 1), else 1."""
+        return math.sqrt(2.0) if self.intercept_form == "thesis" else 1.0
 
     @classmethod
     def from_dict(cls, spec: Mapping[str, Any] | VariantSpec, name: str = "variant") -> VariantSpec:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from dpreg._validation import DPRegError
+from dpreg.mechanisms import Release
 from dpreg.preprocess.spec import VariantSpec
 from dpreg.stats import ScoreStats, SuffStats, check_rows_within_bounds
 
@@ -52,14 +54,33 @@ class FittedTransform:
         if clip and self.clip_tau is not None:
             X = np.minimum(X, self.clip_tau)
         Z = (X - self.x_mean) / self.x_sd
-        if self.spec.intercept:
+        if self.spec.has_intercept:
             Z = np.hstack([Z, np.ones((Z.shape[0], 1))])
         return Z
+
+    def column_factors(self, x_max: float | None = None) -> np.ndarray:
+        """Per output column, the ``maxnorm`` divisor's effect: ``1 / x_max``.
+
+        With the thesis' intercept (Eq. 3.6) the ones column keeps factor 1.
+        ``x_max`` defaults to the fitted one.
+        """
+        x = self.x_max if x_max is None else float(x_max)
+        out = np.full(self.d_out, 1.0 / x)
+        if self.spec.intercept_form == "thesis":
+            out[-1] = 1.0
+        return out
+
+    def feature_norms(self, Z: np.ndarray) -> np.ndarray:
+        """Row norms that ``x_max`` is the maximum of: all columns of ``Z``, except
+        the ones column of the thesis' intercept, which is not divided by ``x_max``."""
+        if self.spec.intercept_form == "thesis":
+            Z = Z[:, :-1]
+        return np.sqrt(np.einsum("ij,ij->i", Z, Z))
 
     def _map(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Mapped rows and the per-row factor turning ``x' theta`` into scaled ``y``."""
         if self.spec.scale == "maxnorm":
-            return Z / self.x_max, np.ones(Z.shape[0])
+            return Z * self.column_factors(), np.ones(Z.shape[0])
         nrm = _safe_norm(Z)
         Zn = Z / nrm[:, None]
         if self.spec.scale == "rownorm":
@@ -69,7 +90,8 @@ class FittedTransform:
     def transform_train(
         self, X: np.ndarray, y: np.ndarray, *, check: bool = True
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Training rows mapped into the unit ball; raises if a row breaks the bound.
+        """Training rows mapped into the ball of radius ``spec.row_bound``; raises if a
+        row breaks the bound (``|y| <= 1`` is checked too).
 
         ``check=False`` only where the rows go straight into
         :meth:`SuffStats.from_arrays`, which runs the same check.
@@ -78,7 +100,7 @@ class FittedTransform:
         Xm, factor = self._map(Z)
         ym = (y - self.y_center) / self.y_scale / factor
         if check:
-            check_rows_within_bounds(Xm, ym, bound_x=1.0, bound_y=1.0)
+            check_rows_within_bounds(Xm, ym, bound_x=self.spec.row_bound, bound_y=1.0)
         return Xm, ym
 
     def transform_test(
@@ -118,16 +140,24 @@ class FittedTransform:
         d_raw = self.x_mean.size
         coef = self.y_scale * theta[:, :d_raw] / (self.x_sd * self.x_max)
         b0 = self.y_center - coef @ self.x_mean
-        if self.spec.intercept:
-            b0 = b0 + self.y_scale * theta[:, d_raw] / self.x_max
+        if self.spec.has_intercept:
+            b0 = b0 + self.y_scale * theta[:, d_raw] * self.column_factors()[d_raw]
         return b0, coef
 
 
 @dataclass(frozen=True)
 class FoldData:
-    """Everything a fold's trials need: transform, training and test statistics."""
+    """Everything a fold's trials need: transform, training and test statistics.
+
+    ``releases`` are the noisy releases the pre-processing itself made for
+    these statistics (private-stats variants; empty otherwise) and
+    ``released`` their released values by name (what the end-to-end audit
+    observes).
+    """
 
     fold: int
     transform: FittedTransform
     train: SuffStats
     test: ScoreStats
+    releases: tuple[Release, ...] = ()
+    released: Mapping[str, np.ndarray] | None = None
