@@ -12,6 +12,7 @@ so that nobody mistakes the total for an end-to-end guarantee.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,7 +34,10 @@ def nonprivate_statistics(spec: VariantSpec) -> list[str]:
     rows = "all rows" if spec.stats == "global" else "training rows"
     out = [f"n (row count of the {rows})"]
     if spec.private_stats is not None:
-        out.append("public column ranges (min, max) assumed known a priori")
+        out.append(
+            "public column ranges declared in the config (public_ranges.<dataset>, with their "
+            "source): assumed known a priori, never taken from the data"
+        )
         return out
     if spec.clip_sigma is not None:
         out.append(f"clip thresholds mean + {spec.clip_sigma:g} sd ({rows})")
@@ -55,10 +59,20 @@ def ledger_entry(
     d: int,
     rho: float = 0.05,
     spec: VariantSpec | None = None,
+    bound_x: float = 1.0,
+    bound_y: float = 1.0,
 ) -> dict[str, Any]:
-    """The full ledger record of one (algorithm, epsilon)."""
+    """The full ledger record of one (algorithm, epsilon).
+
+    ``releases`` lists every release with its sensitivity, scale and nominal
+    share (Gaussian ones also with ``mu`` and the exact delta at their
+    nominal epsilon); ``total`` is :func:`dpreg.mechanisms.compose` over
+    them (basic and exact accounting).
+    """
     alg = get_algorithm(algorithm)
-    releases = alg.releases(epsilon=epsilon, delta=delta, d=d, rho=rho)
+    releases = alg.releases(
+        epsilon=epsilon, delta=delta, d=d, rho=rho, bound_x=bound_x, bound_y=bound_y
+    )
     rel_dicts = []
     for r in releases:
         item = r.as_dict()
@@ -88,6 +102,15 @@ def _fmt(x: float | None) -> float:
 _SCALE_NAME = {"gaussian": "sigma", "laplace": "b"}
 
 
+def _release_text(r: Release) -> str:
+    if r.mechanism == "external":
+        return f"{r.name}:{r.calibration}@({r.epsilon:.6g},{r.delta:.3g})"
+    return (
+        f"{r.name}:{_SCALE_NAME.get(r.mechanism, 'scale')}={r.scale:.6g}"
+        f"@({r.epsilon:.6g},{r.delta:.3g})"
+    )
+
+
 def release_columns(releases: Sequence[Release], *, delta: float) -> dict[str, Any]:
     """The compact ledger columns of one run's releases (see :func:`trial_columns`)."""
     if not releases:
@@ -100,11 +123,7 @@ def release_columns(releases: Sequence[Release], *, delta: float) -> dict[str, A
         }
     tot = compose(list(releases), delta=delta)
     return {
-        "releases": ";".join(
-            f"{r.name}:{_SCALE_NAME.get(r.mechanism, 'scale')}={r.scale:.6g}"
-            f"@({r.epsilon:.6g},{r.delta:.3g})"
-            for r in releases
-        ),
+        "releases": ";".join(_release_text(r) for r in releases),
         "eps_basic": _fmt(tot["basic_epsilon"]),  # type: ignore[arg-type]
         "delta_basic": _fmt(tot["basic_delta"]),  # type: ignore[arg-type]
         "eps_exact": _fmt(tot["exact_epsilon"]),  # type: ignore[arg-type]
@@ -121,6 +140,9 @@ def trial_columns(
     rho: float,
     n: int | None = None,
     params: Mapping[str, Any] | None = None,
+    bound_x: float = 1.0,
+    bound_y: float = 1.0,
+    extra: Sequence[Release] = (),
 ) -> dict[float, dict[str, Any]]:
     """Compact ledger columns for the trial table, keyed by epsilon.
 
@@ -128,11 +150,28 @@ def trial_columns(
     ``eps_basic``/``delta_basic`` are the basic composition, ``eps_exact``
     the exact epsilon at the nominal delta and ``delta_exact`` the exact
     delta at the nominal epsilon (GDP accounting; NaN where not Gaussian).
+    ``bound_x``/``bound_y`` are the row bounds of the training statistics
+    (``stats.bound_x``; ``sqrt(2)`` with the thesis' intercept) -- the same
+    the fit calibrates with; ``extra`` are releases made before the
+    algorithm in the same run (private pre-processing), composed with it.
     """
     alg = get_algorithm(algorithm)
     return {
         eps: release_columns(
-            alg.releases(epsilon=eps, delta=delta, d=d, rho=rho, n=n, params=params), delta=delta
+            [
+                *extra,
+                *alg.releases(
+                    epsilon=eps,
+                    delta=delta,
+                    d=d,
+                    rho=rho,
+                    n=n,
+                    params=params,
+                    bound_x=bound_x,
+                    bound_y=bound_y,
+                ),
+            ],
+            delta=delta,
         )
         for eps in epsilons
     }
@@ -154,10 +193,11 @@ def ledger_report(config: Mapping[str, Any], dims: Mapping[str, int]) -> dict[st
     dict
         ``algorithms``: algorithm -> epsilon -> :func:`ledger_entry` (noise
         scales do not depend on ``d`` except the functional mechanism's
-        sensitivity, which is recorded per dataset); ``variants``: variant ->
+        sensitivity, which is recorded per dataset -- any algorithm whose
+        releases depend on ``d`` is); ``variants``: variant ->
         its options and the statistics it takes without noise.
     """
-    from dpreg.peers import PEERS, peer_ledger
+    from dpreg.peers import PEERS, peer_entry
 
     delta = float(config["delta"])
     rho = float(config.get("rho", 0.05))
@@ -165,21 +205,26 @@ def ledger_report(config: Mapping[str, Any], dims: Mapping[str, int]) -> dict[st
     algorithms: dict[str, Any] = {}
     for name in used:
         if name in PEERS:
-            algorithms[name] = {repr(float(e)): peer_ledger(name, e) for e in config["epsilons"]}
-        elif name == "functional":
             algorithms[name] = {
-                ds: {
-                    repr(float(e)): ledger_entry(name, epsilon=e, delta=delta, d=d, rho=rho)
-                    for e in config["epsilons"]
-                }
-                for ds, d in sorted(dims.items())
+                repr(float(e)): peer_entry(name, e, delta=delta) for e in config["epsilons"]
             }
-        else:
+            continue
+        per_ds = {
+            ds: {
+                repr(float(e)): ledger_entry(name, epsilon=e, delta=delta, d=d, rho=rho)
+                for e in config["epsilons"]
+            }
+            for ds, d in sorted(dims.items())
+        }
+        texts = {json.dumps(v, sort_keys=True, default=str) for v in per_ds.values()}
+        if len(texts) <= 1:  # the releases do not depend on d: record them once
             d = max(dims.values()) if dims else 1
             algorithms[name] = {
                 repr(float(e)): ledger_entry(name, epsilon=e, delta=delta, d=d, rho=rho)
                 for e in config["epsilons"]
             }
+        else:
+            algorithms[name] = per_ds
     variants = {}
     for vname, v in sorted(config["variants"].items()):
         spec = VariantSpec.from_dict(v, vname)

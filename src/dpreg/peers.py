@@ -17,7 +17,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PEERS", "diffprivlib_available", "fit_diffprivlib"]
+from dpreg import mechanisms as mech
+from dpreg.mechanisms import Release
+
+__all__ = [
+    "PEERS",
+    "diffprivlib_available",
+    "fit_diffprivlib",
+    "peer_entry",
+    "peer_ledger",
+    "peer_releases",
+]
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +70,38 @@ def fit_diffprivlib(
     return out
 
 
-def peer_ledger(name: str, epsilon: float) -> dict[str, Any]:
-    """Ledger columns for a peer: pure epsilon-DP as the library states it."""
+def peer_releases(name: str, epsilon: float) -> list[Release]:
+    """The releases of a peer run: one externally calibrated pure epsilon-DP release.
+
+    The library calibrates its noise internally; the ledger takes the
+    budget it states at face value (:func:`dpreg.mechanisms.external_release`).
+    """
+    return [
+        mech.external_release(
+            name, epsilon=epsilon, delta=0.0, calibration="functional mechanism (library-internal)"
+        )
+    ]
+
+
+def peer_ledger(name: str, epsilon: float, *, delta: float = 1e-6) -> dict[str, Any]:
+    """Ledger columns for a peer (pure epsilon-DP as the library states it)."""
+    from dpreg.ledger import release_columns
+
+    return release_columns(peer_releases(name, epsilon), delta=delta)
+
+
+def peer_entry(name: str, epsilon: float, *, delta: float) -> dict[str, Any]:
+    """The provenance ledger record of a peer run."""
+    from dpreg.mechanisms import compose
+
+    rel = peer_releases(name, epsilon)
     return {
-        "releases": f"{name}: functional mechanism (library-internal scales) @ ({epsilon:.6g},0)",
-        "eps_basic": float(epsilon),
-        "delta_basic": 0.0,
-        "eps_exact": float(epsilon),
-        "delta_exact": 0.0,
+        "algorithm": name,
+        "epsilon": float(epsilon),
+        "delta": 0.0,
+        "private": True,
+        "reproduction": False,
+        "calibration": "external",
+        "releases": [r.as_dict() for r in rel],
+        "total": compose(rel, delta=delta),
     }
