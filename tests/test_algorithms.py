@@ -19,18 +19,8 @@ ADASSP = ["adassp-wang", "adassp", "adassp-analytic", "adassp-gdp"]
 SSP = ["ssp-wang", "ssp", "ssp-gdp"]
 
 
-def make_data(n=300, d=3, seed=0, bx=1.0, by=1.0):
-    """Rows with ||x|| <= bx and |y| <= by, well conditioned."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    X *= bx / np.linalg.norm(X, axis=1).max()
-    y = X @ np.linspace(0.8, -0.5, d) / bx + 0.05 * rng.normal(size=n)
-    y *= by / np.abs(y).max()
-    return X, y
-
-
 @pytest.fixture(scope="module")
-def data():
+def data(make_data):
     return make_data()
 
 
@@ -401,7 +391,7 @@ def adassp_lambda_by_hand(name, lam_min, z, eps, delta, d, bx, rho):
 
 
 @pytest.fixture(scope="module")
-def wide_stats():
+def wide_stats(make_data):
     X, y = make_data(n=300, d=3, seed=4, bx=2.0, by=1.5)
     return SuffStats.from_arrays(X, y, bound_x=2.0, bound_y=1.5)
 
