@@ -26,7 +26,7 @@ import pytest
 import ucimlrepo.fetch
 import yaml
 
-import dpreg.data as data_mod
+import dpreg.data.tables as tables_mod
 from dpreg._validation import DPRegError
 from dpreg.data import (
     DATASET_KEYS,
@@ -116,6 +116,9 @@ def server():
             if body is None:
                 self.send_error(404)
                 return
+            if callable(body):  # a handler of its own (slow or broken servers)
+                body(self)
+                return
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -125,6 +128,7 @@ def server():
             pass
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
     thread = threading.Thread(
         target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
     )
@@ -375,7 +379,8 @@ def test_url_archives_zip_and_tgz(server, tmp_path):
     with zipfile.ZipFile(buf, "w") as zf:
         zf.writestr("inner/toy.csv", TOY.to_csv(index=False))
     routes["/toy.zip"] = buf.getvalue()
-    prepared = _fetch_and_recipe("z", {"url": f"{base}/toy.zip", "target": "y"})
+    entry = {"url": f"{base}/toy.zip", "target": "y", "sha256": _sha(buf.getvalue())}
+    prepared = _fetch_and_recipe("z", entry)
     np.testing.assert_array_equal(prepared.features.to_numpy(), TOY[["a", "b"]].to_numpy())
 
     buf = io.BytesIO()
@@ -388,12 +393,13 @@ def test_url_archives_zip_and_tgz(server, tmp_path):
             info.size = len(text.encode())
             tf.addfile(info, io.BytesIO(text.encode()))
     routes["/toy.tgz"] = buf.getvalue()
-    entry = {"url": f"{base}/toy.tgz", "member": "Toy/toy.data", "target": "y"}
+    pin = _sha(buf.getvalue())
+    entry = {"url": f"{base}/toy.tgz", "member": "Toy/toy.data", "target": "y", "sha256": pin}
     raw = fetch_raw("t", entry, mirror_dir=MIRROR)
     assert raw.sha256 == _sha(buf.getvalue()) and raw.source == "url"
     np.testing.assert_array_equal(apply_recipe(raw, entry).target, TOY["y"])
     with pytest.raises(DPRegError, match=r"holds 2 files; choose one with member: "):
-        fetch_raw("t", {"url": f"{base}/toy.tgz", "target": "y"}, mirror_dir=None)
+        fetch_raw("t", {"url": f"{base}/toy.tgz", "target": "y", "sha256": pin}, mirror_dir=None)
 
 
 def test_url_checksum_mismatch_names_both_sums_and_leaves_nothing(server, tmp_path):
@@ -431,7 +437,7 @@ def test_download_cache_serves_reruns_offline(server, tmp_path):
     base, routes, hits = server
     body = TOY.to_csv(index=False).encode()
     routes["/toy.csv"] = body
-    entry = {"url": f"{base}/toy.csv", "target": "y"}
+    entry = {"url": f"{base}/toy.csv", "target": "y", "sha256": _sha(body)}
     first = fetch_raw("toy", entry, mirror_dir=None, cache_dir=tmp_path / "cache")
     routes.clear()  # the server now answers 404 to everything
     again = fetch_raw("toy", entry, mirror_dir=None, cache_dir=tmp_path / "cache")
@@ -502,7 +508,11 @@ def test_uci_connection_refused_is_one_line_with_offline_hint(tmp_path, monkeypa
 
 
 NA_FRAME = pd.DataFrame(
-    {"a": [1.0, np.nan, 3.0, 4.0], "b": [1.0, 2.0, np.nan, np.nan], "y": [1.0, 2.0, 3.0, 4.0]}
+    {
+        "a": [1.0, np.nan, 3.0, 4.0, 5.0],
+        "b": [1.0, 2.0, np.nan, np.nan, 5.0],
+        "y": [1.0, 2.0, 3.0, 4.0, 5.0],
+    }
 )
 
 
@@ -516,10 +526,10 @@ def test_missing_values_error_names_columns_counts_and_policies():
 def test_missing_values_drop_rows_and_zero():
     dropped = apply_recipe(_raw(NA_FRAME), {"target": "y", "missing": "drop_rows"})
     assert dropped.report["rows_dropped_na"] == 3
-    np.testing.assert_array_equal(dropped.target, [1.0])
+    np.testing.assert_array_equal(dropped.target, [1.0, 5.0])
     zero = apply_recipe(_raw(NA_FRAME), {"target": "y", "missing": "zero"})
     assert zero.report["na_filled"] == {"a": 1, "b": 2}
-    np.testing.assert_array_equal(zero.features["b"], [1.0, 2.0, 0.0, 0.0])
+    np.testing.assert_array_equal(zero.features["b"], [1.0, 2.0, 0.0, 0.0, 5.0])
     assert not zero.features.isna().any().any()
 
 
@@ -630,7 +640,7 @@ def test_validate_entry_fills_defaults_and_infers_format():
 
 
 def test_prepared_table_is_written_in_row_groups_and_streams(tmp_path, monkeypatch):
-    monkeypatch.setattr(data_mod, "ROW_GROUP_ROWS", 5000)
+    monkeypatch.setattr(tables_mod, "ROW_GROUP_ROWS", 5000)
     meta, table, _ = _prepare("bike", DEFAULT_DATASETS["bike"], tmp_path)
     md = pq.ParquetFile(table).metadata
     assert md.num_row_groups == 4 and md.row_group(0).num_rows == 5000
@@ -649,7 +659,7 @@ def test_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
         Path(where).write_bytes(b"PAR1 half a table")
         raise OSError("disk full")
 
-    monkeypatch.setattr(data_mod.pq, "write_table", broken_write)
+    monkeypatch.setattr(tables_mod.pq, "write_table", broken_write)
     with pytest.raises(OSError, match="disk full"):
         _prepare("airfoil", DEFAULT_DATASETS["airfoil"], tmp_path)
     _assert_no_outputs(tmp_path)

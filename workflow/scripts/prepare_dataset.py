@@ -1,6 +1,12 @@
-"""Snakemake adapter: fetch, check and prepare one dataset (dpreg.data)."""
+"""Snakemake adapter: fetch, check and prepare one dataset (dpreg.data).
+
+Bad input stops the job with one line on the console and in the log (see
+dpreg.joblog) and leaves no output.  A constant feature column is kept; it is
+named in the log (as a warning from dpreg.data) and on the console.
+"""
 
 import logging
+import sys
 
 smk = snakemake  # noqa: F821 (injected by Snakemake's script directive)
 
@@ -24,3 +30,10 @@ logging.info(
     meta.get("d"),
     meta.get("sha256"),
 )
+constant = meta["report"]["constant"]
+if constant and sys.__stderr__ is not None:
+    sys.__stderr__.write(
+        f"WARNING dataset {smk.wildcards.dataset!r}: constant feature column(s) "
+        f"{', '.join(constant)} kept; standardisation makes them 0 (details in {smk.log[0]})\n"
+    )
+    sys.__stderr__.flush()

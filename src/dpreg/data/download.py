@@ -1,0 +1,222 @@
+"""Downloads of ``uci_id`` and ``url`` sources, with a deadline and a cache.
+
+A download must finish within the entry's ``download_deadline`` (seconds for
+the whole transfer, not per read: a server that trickles one byte at a time
+is cut off), must deliver the length the server announces in its
+``Content-Length`` header, and is kept in an optional cache so that a rerun
+works offline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import http.client
+import io
+import json
+import os
+import socket
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dpreg.data.entries import OFFLINE_HINT, fail
+
+__all__ = ["READ_TIMEOUT", "download", "download_source", "sha256_hex"]
+
+#: Seconds one network read may wait (the overall limit is ``download_deadline``).
+READ_TIMEOUT = 60.0
+
+_CHUNK = 1 << 16
+
+
+def sha256_hex(data: bytes) -> str:
+    """SHA-256 of ``data`` as 64 lower-case hex digits."""
+    return hashlib.sha256(data).hexdigest()
+
+
+class _DeadlineExceeded(Exception):
+    def __init__(self, received: int) -> None:
+        super().__init__(received)
+        self.received = received
+
+
+def _read_body(response: http.client.HTTPResponse, stop_at: float) -> bytes:
+    """The body, read piecewise (``read1``) so the deadline is checked between pieces."""
+    buf = io.BytesIO()
+    while True:
+        if time.monotonic() > stop_at:
+            raise _DeadlineExceeded(buf.tell())
+        piece = response.read1(_CHUNK)
+        if not piece:
+            return buf.getvalue()
+        buf.write(piece)
+
+
+def _announced_length(response: http.client.HTTPResponse) -> int | None:
+    value = response.headers.get("Content-Length")
+    if value is None or response.headers.get("Transfer-Encoding"):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def download(name: str, url: str, *, deadline: float) -> bytes:
+    """Fetch ``url`` within ``deadline`` seconds; refuse a body shorter than announced.
+
+    Parameters
+    ----------
+    name : str
+        Dataset name, for the messages.
+    url : str
+        http(s) address.
+    deadline : float
+        Seconds the whole download (connection, headers and body) may take.
+        One read waits at most ``min(READ_TIMEOUT, deadline)``, so the run
+        stops at most that long after the deadline.
+
+    Raises
+    ------
+    DPRegError
+        On a network or HTTP error, a missed deadline (naming the
+        ``download_deadline`` key) or a body shorter than its
+        ``Content-Length``; each message ends with the offline hint.
+    """
+    stop_at = time.monotonic() + deadline
+    request = urllib.request.Request(url, headers={"User-Agent": "dpreg"})
+    try:
+        with urllib.request.urlopen(request, timeout=min(READ_TIMEOUT, deadline)) as response:
+            expected = _announced_length(response)
+            data = _read_body(response, stop_at)
+        if expected is not None and len(data) != expected:
+            reason = (
+                f"the body was cut short: {len(data)} of the {expected} bytes the server "
+                "announced (Content-Length)"
+            )
+        else:
+            return data
+    except _DeadlineExceeded as exc:
+        reason = (
+            f"the download did not finish within download_deadline = {deadline:g} s "
+            f"({exc.received} bytes received); raise download_deadline in the entry"
+        )
+    except urllib.error.HTTPError as exc:
+        reason = f"HTTP {exc.code} {exc.reason}"
+        exc.close()
+    except urllib.error.URLError as exc:
+        reason = str(exc.reason)
+        if isinstance(exc.reason, TimeoutError):
+            reason = f"no answer within {min(READ_TIMEOUT, deadline):g} s ({reason})"
+    except TimeoutError as exc:
+        reason = f"no data within {min(READ_TIMEOUT, deadline):g} s ({exc or 'timed out'})"
+    except (OSError, http.client.HTTPException) as exc:
+        reason = str(exc) or type(exc).__name__
+    raise fail(name, f"could not be fetched from {url}: {reason}; {OFFLINE_HINT}")
+
+
+@contextlib.contextmanager
+def _socket_timeout(seconds: float) -> Iterator[None]:
+    """Give libraries that call urlopen without a timeout (ucimlrepo) one."""
+    old = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(seconds)
+    try:
+        yield
+    finally:
+        socket.setdefaulttimeout(old)
+
+
+def _fetch_uci(name: str, uci_id: int, deadline: float) -> tuple[bytes, list[dict[str, str]], str]:
+    """Fetch a UCI dataset via ucimlrepo: (CSV bytes, variables with roles, data_url)."""
+    import ucimlrepo
+    from ucimlrepo.fetch import DatasetNotFoundError
+
+    try:
+        with _socket_timeout(min(READ_TIMEOUT, deadline)):
+            result = ucimlrepo.fetch_ucirepo(id=uci_id)
+    except (ConnectionError, OSError, http.client.HTTPException, DatasetNotFoundError) as exc:
+        raise fail(
+            name,
+            f"could not be fetched from the UCI repository (id {uci_id}, "
+            f"{ucimlrepo.fetch.API_BASE_URL}): {exc}; {OFFLINE_HINT}",
+        ) from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise fail(name, f"unexpected answer from the UCI API for id {uci_id}: {exc!r}") from None
+    data_url = str(result.metadata.data_url)
+    # ucimlrepo parses the CSV without exposing its bytes: read the same
+    # address once more so the bytes used are the bytes hashed.
+    data = download(name, data_url, deadline=deadline)
+    variables = [
+        {"name": str(n), "role": str(r)}
+        for n, r in zip(result.variables["name"], result.variables["role"], strict=True)
+    ]
+    headers = [str(c) for c in result.data.headers]
+    try:
+        parsed_headers = [str(c) for c in pd.read_csv(io.BytesIO(data), nrows=0).columns]
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
+        parsed_headers = []
+    if parsed_headers != headers:
+        raise fail(
+            name, f"{data_url} changed between two reads (columns {parsed_headers} vs {headers})"
+        )
+    return data, variables, data_url
+
+
+def _cache_paths(cache_dir: Path, name: str, e: Mapping[str, Any]) -> tuple[Path, Path]:
+    key = json.dumps({k: e[k] for k in ("uci_id", "url", "format", "member")}, sort_keys=True)
+    stem = f"{name}-{sha256_hex(key.encode())[:16]}"
+    return cache_dir / f"{stem}.bin", cache_dir / f"{stem}.json"
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path`` and move it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _from_cache(bin_path: Path, info_path: Path) -> tuple[bytes, list[dict[str, str]], str] | None:
+    if not (bin_path.is_file() and info_path.is_file()):
+        return None
+    data = bin_path.read_bytes()
+    with contextlib.suppress(json.JSONDecodeError, UnicodeDecodeError):
+        info = json.loads(info_path.read_text())
+        if isinstance(info, dict) and info.get("sha256") == sha256_hex(data):
+            return data, info["variables"], f"{info['detail']} (cached {bin_path})"
+    return None  # a damaged cache entry is disposable: download again
+
+
+def download_source(
+    name: str, e: Mapping[str, Any], cache_dir: Path | None
+) -> tuple[bytes, list[dict[str, str]], str]:
+    """Bytes, variables (name, role) and detail of a uci_id/url source, through the cache."""
+    paths = _cache_paths(cache_dir, name, e) if cache_dir is not None else None
+    if paths is not None and not e["refresh"]:
+        cached = _from_cache(*paths)
+        if cached is not None:
+            return cached
+    deadline = e["download_deadline"]
+    if e["uci_id"] is not None:
+        data, variables, data_url = _fetch_uci(name, e["uci_id"], deadline)
+        detail = f"UCI id {e['uci_id']} via {data_url}"
+    else:
+        data, variables, detail = download(name, e["url"], deadline=deadline), [], e["url"]
+    if paths is not None:
+        info = {"sha256": sha256_hex(data), "variables": variables, "detail": detail}
+        write_atomic(paths[0], data)
+        write_atomic(paths[1], json.dumps(info, indent=1).encode())
+    return data, variables, detail
