@@ -48,32 +48,11 @@ from dpreg.preprocess import (
     raw_fold_moments,
 )
 from dpreg.seeding import seed_sequence
+from dpreg.tables import TRIAL_COLUMNS
 
 __all__ = ["TRIAL_COLUMNS", "assign_folds", "sweep_arrays", "sweep_dataset", "sweep_source"]
 
 log = logging.getLogger(__name__)
-
-TRIAL_COLUMNS = [
-    "dataset",
-    "variant",
-    "algorithm",
-    "epsilon",
-    "delta",
-    "fold",
-    "repeat",
-    "mse",
-    "r2",
-    "lam",
-    "failed",
-    "outside_validity",
-    "calibration",
-    "seed_key",
-    "releases",
-    "eps_basic",
-    "delta_basic",
-    "eps_exact",
-    "delta_exact",
-]
 
 
 def assign_folds(n: int, folds: int, *, seed: int, dataset: str) -> np.ndarray:
