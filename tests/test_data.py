@@ -10,10 +10,14 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 import shutil
 import socket
+import subprocess
+import sys
 import tarfile
 import threading
+import time
 import urllib.request
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -663,3 +667,314 @@ def test_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         _prepare("airfoil", DEFAULT_DATASETS["airfoil"], tmp_path)
     _assert_no_outputs(tmp_path)
+
+
+# --------------------------------------------------------------------------
+# downloads: pins, deadlines, announced lengths (local http.server)
+
+
+def test_url_without_pin_stops_with_the_hash_to_paste(server, tmp_path):
+    base, routes, _ = server
+    body = TOY.to_csv(index=False).encode()
+    routes["/toy.csv"] = body
+    with pytest.raises(DPRegError) as exc:
+        _prepare("toy", {"url": f"{base}/toy.csv", "target": "y"}, tmp_path)
+    msg = _one_line(exc)
+    assert f"sha256: {_sha(body)}" in msg and "'toy'" in msg and f"{base}/toy.csv" in msg
+    _assert_no_outputs(tmp_path)
+    meta, _, _ = _prepare(
+        "toy", {"url": f"{base}/toy.csv", "target": "y", "sha256": _sha(body)}, tmp_path
+    )
+    assert meta["sha256"] == _sha(body)
+
+
+def _trickle(handler, *, announced: int, byte_every: float, limit: int = 100) -> None:
+    """Announce ``announced`` bytes, then send one every ``byte_every`` s (at most ``limit``)."""
+    handler.send_response(200)
+    handler.send_header("Content-Length", str(announced))
+    handler.end_headers()
+    for _ in range(limit):
+        try:
+            handler.wfile.write(b"1")
+            handler.wfile.flush()
+        except OSError:  # the client gave up: stop
+            return
+        time.sleep(byte_every)
+
+
+def test_download_deadline_stops_a_trickling_server_and_names_the_key(server, tmp_path):
+    base, routes, _ = server
+    routes["/slow.csv"] = lambda h: _trickle(h, announced=1000, byte_every=0.1)
+    entry = {"url": f"{base}/slow.csv", "target": "y", "sha256": "0" * 64, "download_deadline": 0.5}
+    start = time.monotonic()
+    with pytest.raises(DPRegError) as exc:
+        _prepare("slow", entry, tmp_path)
+    elapsed = time.monotonic() - start
+    msg = _one_line(exc)
+    # each read returns within 0.1 s, so the run stops one read after the deadline
+    assert 0.5 <= elapsed < 2.0, elapsed
+    assert "download_deadline = 0.5 s" in msg and "'slow'" in msg and "path:" in msg
+    _assert_no_outputs(tmp_path)
+
+
+def test_a_stalled_server_is_cut_off_by_the_deadline(server, tmp_path):
+    base, routes, _ = server
+
+    def stall(handler):
+        handler.send_response(200)
+        handler.send_header("Content-Length", "10")
+        handler.end_headers()
+        time.sleep(1.5)  # bounded: the test's client gives up after 0.3 s
+
+    routes["/stall.csv"] = stall
+    entry = {
+        "url": f"{base}/stall.csv",
+        "target": "y",
+        "sha256": "0" * 64,
+        "download_deadline": 0.3,
+    }
+    start = time.monotonic()
+    with pytest.raises(DPRegError, match=r"'stall'.*no data within 0.3 s") as exc:
+        fetch_raw("stall", entry, mirror_dir=None)
+    assert time.monotonic() - start < 1.4
+    _one_line(exc)
+
+
+def test_body_shorter_than_its_content_length_is_refused(server, tmp_path):
+    base, routes, _ = server
+    body = TOY.to_csv(index=False).encode()
+
+    def short(handler):
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(len(body) + 25))
+        handler.end_headers()
+        handler.wfile.write(body)
+        handler.close_connection = True
+
+    routes["/short.csv"] = short
+    entry = {"url": f"{base}/short.csv", "target": "y", "sha256": _sha(body)}
+    with pytest.raises(DPRegError) as exc:
+        _prepare("short", entry, tmp_path)
+    msg = _one_line(exc)
+    assert f"{len(body)} of the {len(body) + 25} bytes" in msg and "Content-Length" in msg
+    _assert_no_outputs(tmp_path)
+
+
+def test_body_cut_short_without_a_length_is_caught_by_the_pin(server, tmp_path):
+    base, routes, _ = server
+    body = TOY.to_csv(index=False).encode()
+
+    def unannounced(handler):  # HTTP/1.0 style: the end of the body is the closed connection
+        handler.send_response(200)
+        handler.end_headers()
+        handler.wfile.write(body[: len(body) // 2])
+        handler.close_connection = True
+
+    routes["/cut.csv"] = unannounced
+    entry = {"url": f"{base}/cut.csv", "target": "y", "sha256": _sha(body)}
+    with pytest.raises(
+        DPRegError,
+        match=f"sha256 mismatch.*expected {_sha(body)}, got {_sha(body[: len(body) // 2])}",
+    ):
+        _prepare("cut", entry, tmp_path)
+    _assert_no_outputs(tmp_path)
+
+
+# --------------------------------------------------------------------------
+# bad input: one clear line each, nothing written
+
+
+def _prepare_csv(tmp_path, text: str, **entry):
+    csv = tmp_path / "in.csv"
+    csv.write_text(text)
+    return _prepare("bad", {"path": str(csv), "target": "y", **entry}, tmp_path)
+
+
+def test_constant_target_is_refused(tmp_path):
+    with pytest.raises(DPRegError) as exc:
+        _prepare_csv(tmp_path, "a,y\n1,3\n2,3\n5,3\n")
+    msg = _one_line(exc)
+    assert "'bad'" in msg and "target 'y' is constant (3 in all 3 rows)" in msg
+    _assert_no_outputs(tmp_path)
+
+
+def test_duplicate_column_names_are_refused(tmp_path):
+    with pytest.raises(DPRegError) as exc:
+        _prepare_csv(tmp_path, "a,b,a,y\n1,2,3,4\n5,6,7,9\n")
+    msg = _one_line(exc)
+    assert "duplicate column name(s) 'a'" in msg and "'bad'" in msg
+    _assert_no_outputs(tmp_path)
+
+
+def test_metadata_naming_a_variable_twice_is_refused(tmp_path):
+    folder = tmp_path / "twice"
+    _write_csv(folder / "data.csv", TOY)
+    variables = [{"name": "a", "role": "Feature"}, {"name": "a", "role": "ID"}]
+    (folder / "metadata.json").write_text(json.dumps({"variables": variables}))
+    with pytest.raises(DPRegError, match="describes variable 'a' twice"):
+        fetch_raw("twice", {"path": str(folder)}, mirror_dir=None)
+
+
+@pytest.mark.parametrize("column", ["a", "y"])
+def test_values_whose_squares_overflow_are_refused_naming_the_column(tmp_path, column):
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [0.5, 0.1, 0.2], "y": [1.0, 2.0, 4.0]})
+    frame.loc[1, column] = 1e300
+    with pytest.raises(DPRegError) as exc:
+        _prepare_csv(tmp_path, frame.to_csv(index=False))
+    msg = _one_line(exc)
+    assert f"column(s) {column} (largest |value| 1e+300)" in msg and "overflow" in msg
+    _assert_no_outputs(tmp_path)
+
+
+def test_large_values_whose_statistics_are_finite_are_kept():
+    # 1e150 squared is 1e300: finite, so nothing is refused
+    frame = pd.DataFrame({"a": [1e150, -1e150, 0.0], "y": [1.0, 2.0, 4.0]})
+    prepared = apply_recipe(_raw(frame), {"target": "y"})
+    assert prepared.features["a"].abs().max() == 1e150
+
+
+def test_constant_feature_is_logged_as_a_warning(caplog):
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0], "k": [7, 7, 7], "y": [0.1, 0.2, 0.3]})
+    with caplog.at_level(logging.WARNING, logger="dpreg.data"):
+        prepared = apply_recipe(_raw(frame), {"target": "y"})
+    assert prepared.report["constant"] == ["k"]
+    (record,) = caplog.records
+    assert record.levelno == logging.WARNING and "'toy'" in record.getMessage()
+    assert "constant feature column(s) k kept" in record.getMessage()
+
+
+_SCRIPT_RUNNER = """
+import sys, types
+from pathlib import Path
+out = Path(sys.argv[1])
+smk = types.SimpleNamespace(
+    wildcards=types.SimpleNamespace(dataset="mine"),
+    params=types.SimpleNamespace(entry={"path": sys.argv[2], "target": "y"}, mirror=None),
+    output=types.SimpleNamespace(table=str(out / "mine.parquet"), meta=str(out / "mine.json")),
+    log=[str(out.parent / "mine.log")],
+)
+import runpy
+runpy.run_path(sys.argv[3], init_globals={"snakemake": smk}, run_name="__main__")
+"""
+
+
+def _run_prepare_script(tmp_path, text: str):
+    csv = tmp_path / "mine.csv"
+    csv.write_text(text)
+    script = ROOT / "workflow" / "scripts" / "prepare_dataset.py"
+    return subprocess.run(
+        [sys.executable, "-c", _SCRIPT_RUNNER, str(tmp_path / "out"), str(csv), str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_prepare_script_names_a_constant_feature_on_the_console_and_in_the_log(tmp_path):
+    done = _run_prepare_script(tmp_path, "a,k,y\n1,7,0.1\n2,7,0.2\n3,7,0.4\n")
+    assert done.returncode == 0, done.stderr
+    assert "WARNING dataset 'mine': constant feature column(s) k kept" in done.stderr
+    log = (tmp_path / "mine.log").read_text()
+    assert "constant feature column(s) k kept" in log and "prepared mine: n=3 d=2" in log
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["mine.json", "mine.parquet"]
+
+
+def test_prepare_script_refuses_bad_input_in_one_console_line(tmp_path):
+    done = _run_prepare_script(tmp_path, "a,a,y\n1,2,3\n4,5,7\n")
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ERROR dataset 'mine': ")
+    assert "duplicate column name(s) 'a'" in lines[0] and "Traceback" not in done.stderr
+    _assert_no_outputs(tmp_path)
+
+
+# --------------------------------------------------------------------------
+# recipe capabilities: set_values, recode, times of day
+
+
+def test_set_values_corrects_cells_by_data_row():
+    frame = pd.DataFrame({"a": [1, 2, 3], "b": [0.5, 0.1, 0.2], "y": [1.0, 2.0, 4.0]})
+    prepared = apply_recipe(
+        _raw(frame), {"target": "y", "set_values": {2: {"a": 20, "y": 3.5}, 3: {"b": 7}}}
+    )
+    np.testing.assert_array_equal(prepared.features["a"], [1, 20, 3])
+    np.testing.assert_array_equal(prepared.features["b"], [0.5, 0.1, 7])
+    np.testing.assert_array_equal(prepared.target, [1.0, 3.5, 4.0])
+    assert prepared.report["cells_set"] == 3
+    assert frame["a"].tolist() == [1, 2, 3]  # the raw table is not modified
+
+
+@pytest.mark.parametrize(
+    ("fixes", "pattern"),
+    [
+        ({4: {"a": 1}}, "set_values names data row 4, but the data has 3 rows"),
+        ({1: {"zz": 1}}, r"set_values names column\(s\) 'zz'.*columns: a, b, y"),
+    ],
+)
+def test_set_values_outside_the_table_is_named(fixes, pattern):
+    frame = pd.DataFrame({"a": [1, 2, 3], "b": [0.5, 0.1, 0.2], "y": [1.0, 2.0, 4.0]})
+    with pytest.raises(DPRegError, match=pattern):
+        apply_recipe(_raw(frame), {"target": "y", "set_values": fixes})
+
+
+def test_recode_maps_text_and_codes_to_numbers():
+    frame = pd.DataFrame(
+        {"colour": ["red", "blue", "red", None], "code": [1, 2, 3, 1], "y": [1.0, 2.0, 4.0, 3.0]}
+    )
+    entry = {
+        "target": "y",
+        "recode": {"colour": {"red": 1, "blue": 2}, "code": {1: 10, 3: 30}},
+        "missing": "zero",
+    }
+    prepared = apply_recipe(_raw(frame), entry)
+    np.testing.assert_array_equal(prepared.features["colour"], [1, 2, 1, 0])
+    np.testing.assert_array_equal(prepared.features["code"], [10, 2, 30, 10])
+    assert prepared.report["recoded"] == {"colour": 3, "code": 3}
+
+
+def test_recode_of_a_value_the_column_never_holds_is_an_error():
+    frame = pd.DataFrame({"code": [1, 2, 3], "y": [1.0, 2.0, 4.0]})
+    with pytest.raises(DPRegError, match=r"recode\['code'\] maps value\(s\) '1' that column"):
+        apply_recipe(_raw(frame), {"target": "y", "recode": {"code": {"1": 10}}})
+
+
+def test_times_of_day_expand_into_hour_minute_second():
+    frame = pd.DataFrame(
+        {
+            "when": ["2012-03-13 07:05:09", "2012-12-31 23:59:00"],
+            "clock": ["11:45", "9:05"],
+            "y": [1.0, 2.0],
+        }
+    )
+    entry = {"target": "y", "dates": {"clock": ["hour", "minute"], "when": ["minute", "second"]}}
+    prepared = apply_recipe(_raw(frame), entry)
+    assert list(prepared.features.columns) == [
+        "when_minute", "when_second", "clock_hour", "clock_minute",
+    ]  # fmt: skip
+    np.testing.assert_array_equal(prepared.features.to_numpy(), [[5, 9, 11, 45], [59, 0, 9, 5]])
+    with pytest.raises(
+        DPRegError,
+        match=r"'clock' holds times of day .* no 'year'; its parts are hour, minute, second",
+    ):
+        apply_recipe(_raw(frame), {"target": "y", "drop": ["when"], "dates": {"clock": ["year"]}})
+
+
+@pytest.mark.parametrize(
+    ("entry", "pattern"),
+    [
+        (
+            {"path": "a.csv", "download_deadline": 0},
+            "download_deadline must be a number of seconds > 0",
+        ),
+        ({"path": "a.csv", "download_deadline": True}, "download_deadline must be a number"),
+        ({"path": "a.csv", "set_values": {0: {"a": 1}}}, "row 0 must be a data row number >= 1"),
+        ({"path": "a.csv", "set_values": {1: {"a": None}}}, r"set_values\[1\] sets 'a' to None"),
+        ({"path": "a.csv", "recode": {"a": {}}}, r"recode\['a'\] must be a non-empty map"),
+        ({"path": "a.csv", "recode": {"a": {1: float("nan")}}}, "both sides must be finite"),
+        ({"path": "a.csv", "recode": {"a": {1: 2}}, "drop": ["a"]}, "both in recode and in drop"),
+    ],
+)
+def test_invalid_new_keys_are_explained(entry, pattern):
+    with pytest.raises(DPRegError, match=pattern):
+        validate_entry("ds", entry)

@@ -121,7 +121,7 @@ def _apply_recode(name: str, frame: pd.DataFrame, recode: Mapping[str, Mapping[A
             )
         old = frame[col].tolist()
         new = [table.get(v, v) if v == v else v for v in old]  # v != v: NaN stays NaN
-        changed[col] = sum(a != b for a, b in zip(old, new, strict=True))
+        changed[col] = sum(a is not b and a != b for a, b in zip(old, new, strict=True))
         frame[col] = _with_values(frame[col], new)
     return frame, changed
 
