@@ -384,7 +384,7 @@ def bootstrap_intervals(
     level = _check_level(level)
     resamples = _check_resamples(resamples)
     parts = []
-    for _, part in trials.groupby(trials["dataset"].astype(str), sort=True):
+    for _, part in _by_repeat_count(trials):
         boot = DesignBootstrap(part, seed=seed, resamples=resamples)
         out = boot.cells.copy()
         for stat in STATISTICS:
@@ -395,38 +395,64 @@ def bootstrap_intervals(
         parts.append(out)
     if not parts:
         return pd.DataFrame(columns=[*GROUP_KEYS, *INTERVAL_COLUMNS])
-    return pd.concat(parts, ignore_index=True)[[*GROUP_KEYS, *INTERVAL_COLUMNS]]
+    out = pd.concat(parts, ignore_index=True).sort_values(GROUP_KEYS, kind="mergesort")
+    return out[[*GROUP_KEYS, *INTERVAL_COLUMNS]].reset_index(drop=True)
+
+
+def _by_repeat_count(trials: pd.DataFrame):
+    """Trials split by (dataset, number of repeats of the cell).
+
+    An experiment may run some algorithms with more noise repeats than
+    others; each design is bootstrapped with its own (K, R).
+    """
+    keys = [trials[c].astype(str) if c != "epsilon" else trials[c] for c in GROUP_KEYS]
+    reps = trials.groupby(keys, sort=False)["repeat"].transform("max").astype(np.int64) + 1
+    yield from trials.groupby([trials["dataset"].astype(str), reps.to_numpy()], sort=True)
 
 
 def paired_ratios(
-    boot: DesignBootstrap,
+    trials: pd.DataFrame,
     a: tuple[str, str],
     b: tuple[str, str],
     epsilons: Sequence[float],
     *,
     statistic: str,
-    level: float,
+    seed: int,
+    level: float = DEFAULT_LEVEL,
+    resamples: int = DEFAULT_RESAMPLES,
 ) -> pd.DataFrame:
     """Ratio stat(a) / stat(b) per epsilon, bootstrapped with (fold, repeat) pairing.
 
     Parameters
     ----------
-    boot : DesignBootstrap
-        The dataset's design; both cells are resampled with the same counts.
+    trials : pandas.DataFrame
+        Trials of ONE dataset holding both cells.
     a, b : (variant, algorithm)
         The two cells compared.
     epsilons : sequence of float
         Epsilons to compare (those missing for either cell are skipped).
     statistic : {"mean", "median"}
-    level : float
-        Confidence level.
+    seed, level, resamples
+        As for :func:`bootstrap_intervals`.
 
     Returns
     -------
     pandas.DataFrame
         ``epsilon, a_value, b_value, ratio, ratio_lo, ratio_hi``; the
-        interval is the percentile interval of the replicate ratios.
+        interval is the expanded percentile interval of the replicate
+        ratios.  Both cells are restricted to the repeats they share, and
+        every replicate resamples the same (fold, repeat) pairs of both.
     """
+    cols = ["epsilon", "a_value", "b_value", "ratio", "ratio_lo", "ratio_hi"]
+    var = trials["variant"].astype(str)
+    alg = trials["algorithm"].astype(str)
+    in_a = (var == a[0]) & (alg == a[1])
+    in_b = (var == b[0]) & (alg == b[1])
+    if not in_a.any() or not in_b.any():
+        return pd.DataFrame(columns=cols)
+    shared = min(trials.loc[in_a, "repeat"].max(), trials.loc[in_b, "repeat"].max()) + 1
+    part = trials.loc[(in_a | in_b) & (trials["repeat"] < shared)]
+    boot = DesignBootstrap(part, seed=seed, resamples=resamples)
     est, reps = boot.statistic(statistic)
     rows = []
     for eps in epsilons:
@@ -449,9 +475,7 @@ def paired_ratios(
                 "ratio_hi": float(hi[0]),
             }
         )
-    return pd.DataFrame(
-        rows, columns=["epsilon", "a_value", "b_value", "ratio", "ratio_lo", "ratio_hi"]
-    )
+    return pd.DataFrame(rows, columns=cols)
 
 
 # --------------------------------------------------------------------------
@@ -669,18 +693,35 @@ def bootstrap_settings(config: Mapping[str, Any]) -> tuple[int, float, int]:
     )
 
 
-def claim_points(claims: Sequence[Claim], boot: DesignBootstrap, *, level: float) -> pd.DataFrame:
-    """Point rows of ``claims.csv`` for the claims on one dataset's design."""
+def claim_points(
+    claims: Sequence[Claim],
+    trials: pd.DataFrame,
+    *,
+    seed: int,
+    level: float = DEFAULT_LEVEL,
+    resamples: int = DEFAULT_RESAMPLES,
+) -> pd.DataFrame:
+    """Point rows of ``claims.csv`` for the claims on one dataset's trials."""
     rows = []
-    eps_all = sorted(set(boot.cells["epsilon"].astype(float)))
+    dataset = str(trials["dataset"].iloc[0])
+    eps_all = sorted(set(trials["epsilon"].astype(float)))
     for c in claims:
-        if c.datasets is not None and boot.dataset not in c.datasets:
+        if c.datasets is not None and dataset not in c.datasets:
             continue
         eps = [e for e in eps_all if c.eps_range[0] <= e <= c.eps_range[1]]
-        ratios = paired_ratios(boot, c.a, c.b, eps, statistic=c.statistic, level=level)
+        ratios = paired_ratios(
+            trials,
+            c.a,
+            c.b,
+            eps,
+            statistic=c.statistic,
+            seed=seed,
+            level=level,
+            resamples=resamples,
+        )
         verdicts = point_verdicts(
-            ratios["ratio_lo"].to_numpy(),
-            ratios["ratio_hi"].to_numpy(),
+            ratios["ratio_lo"].to_numpy(float),
+            ratios["ratio_hi"].to_numpy(float),
             expect=c.expect,
             margin=c.margin,
         )
@@ -690,9 +731,9 @@ def claim_points(claims: Sequence[Claim], boot: DesignBootstrap, *, level: float
                     **_claim_fields(c),
                     **rec,
                     "scope": "point",
-                    "dataset": boot.dataset,
+                    "dataset": dataset,
                     "level": level,
-                    "resamples": boot.resamples,
+                    "resamples": resamples,
                     "verdict": verdict,
                 }
             )
@@ -766,6 +807,7 @@ def evaluate_claims(
     trial_files: Mapping[str, Sequence[str | Path]] | None = None,
     *,
     trials: Mapping[str, pd.DataFrame] | None = None,
+    select: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> pd.DataFrame:
     """Evaluate every claim of a configuration (the ``claims.csv`` table).
 
@@ -775,10 +817,14 @@ def evaluate_claims(
         The configuration (``seed``, optional ``bootstrap``, ``experiments``
         with their ``claims``).
     trial_files : mapping, optional
-        Experiment id -> its trial files (one per dataset); read one at a
-        time so only one dataset's trials are in memory.
+        Experiment id -> its trial files; only the columns and cells the
+        claims compare are read.
     trials : mapping, optional
         Experiment id -> trial table (instead of files).
+    select : mapping, optional
+        Experiment id -> ``{"repeats": R}`` (an int, or algorithm -> int):
+        only the first R repeats of each cell are used, as in the
+        experiment's own table.
 
     Returns
     -------
@@ -800,9 +846,8 @@ def evaluate_claims(
         if not claims:
             continue
         all_claims.extend(claims)
-        for part in _dataset_parts(exp_id, trial_files, trials):
-            boot = DesignBootstrap(part, seed=seed, resamples=resamples)
-            points.append(claim_points(claims, boot, level=level))
+        for part in _dataset_parts(exp_id, claims, trial_files, trials, select):
+            points.append(claim_points(claims, part, seed=seed, level=level, resamples=resamples))
     pts = (
         pd.concat([p for p in points if len(p)], ignore_index=True)
         if any(len(p) for p in points)
@@ -811,19 +856,36 @@ def evaluate_claims(
     return finish_claims(all_claims, pts, level=level, resamples=resamples)
 
 
-def _dataset_parts(exp_id, trial_files, trials):
-    """Trial tables of one experiment, one dataset at a time."""
+def _dataset_parts(exp_id, claims, trial_files, trials, select):
+    """Trials of the cells an experiment's claims compare, one dataset at a time."""
+    variants = sorted({v for c in claims for v in (c.a[0], c.b[0])})
+    algorithms = sorted({a for c in claims for a in (c.a[1], c.b[1])})
     if trials is not None and exp_id in trials:
         frame = trials[exp_id]
-        for _, part in frame.groupby(frame["dataset"].astype(str), sort=True):
-            yield part
-        return
-    if trial_files is None or exp_id not in trial_files:
+        frame = frame[
+            frame["variant"].astype(str).isin(variants)
+            & frame["algorithm"].astype(str).isin(algorithms)
+        ]
+    elif trial_files is not None and exp_id in trial_files:
+        repeats = (select or {}).get(exp_id, {}).get("repeats")
+        if isinstance(repeats, Mapping):  # per-algorithm repeats: read all, cut below
+            cut, repeats = repeats, None
+        else:
+            cut = None
+        frame = read_trials(
+            trial_files[exp_id],
+            variants=variants,
+            algorithms=algorithms,
+            repeats=repeats,
+            columns=BOOTSTRAP_TRIAL_COLUMNS,
+        )
+        if cut:
+            limit = frame["algorithm"].map(lambda a: cut.get(a, np.iinfo(np.int64).max))
+            frame = frame[frame["repeat"] < limit.astype(np.int64)]
+    else:
         raise DPRegError(f"experiment {exp_id!r} states claims but no trials were given for it")
-    for path in trial_files[exp_id]:
-        frame = read_trials([path])
-        for _, part in frame.groupby(frame["dataset"].astype(str), sort=True):
-            yield part
+    for _, part in frame.groupby(frame["dataset"].astype(str), sort=True):
+        yield part
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,493 @@
+"""dpreg.claims: design bootstrap, paired ratios, verdicts, claims.csv, README block."""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpreg import DPRegError
+from dpreg.claims import (
+    DesignBootstrap,
+    bootstrap_intervals,
+    evaluate_claims,
+    expanded_alpha,
+    main,
+    overall_verdict,
+    paired_ratios,
+    parse_claims,
+    point_verdicts,
+    readme_block,
+    render_markdown,
+    replace_readme_block,
+    resample_counts,
+)
+from dpreg.tables import CLAIM_COLUMNS, read_claims, write_claims
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def design(mse: np.ndarray, *, dataset="d", variant="v", algorithm="x", epsilon=1.0):
+    """Trial rows of one cell from an array ``mse[fold, repeat]``."""
+    K, R = mse.shape
+    f, r = np.indices((K, R)).reshape(2, -1)
+    return pd.DataFrame(
+        {
+            "dataset": dataset,
+            "variant": variant,
+            "algorithm": algorithm,
+            "epsilon": epsilon,
+            "fold": f,
+            "repeat": r,
+            "mse": mse.ravel(),
+            "failed": ~np.isfinite(mse.ravel()),
+        }
+    )
+
+
+# --------------------------------------------------------------------------
+# the resampling design
+# --------------------------------------------------------------------------
+def test_resample_counts_follow_the_nested_design():
+    K, R, B = 4, 3, 50
+    C = resample_counts(K, R, B, seed=7, dataset="d")
+    assert C.shape == (B, K * R)
+    np.testing.assert_array_equal(C.sum(axis=1), K * R)
+    # every drawn fold contributes exactly R trials: per-fold totals are multiples of R
+    per_fold = C.reshape(B, K, R).sum(axis=2)
+    np.testing.assert_array_equal(per_fold % R, 0)
+    # deterministic, keyed by name, and prefix-stable in B
+    np.testing.assert_array_equal(C, resample_counts(K, R, B, seed=7, dataset="d"))
+    np.testing.assert_array_equal(C[:20], resample_counts(K, R, 20, seed=7, dataset="d"))
+    assert not np.array_equal(C, resample_counts(K, R, B, seed=7, dataset="e"))
+    assert not np.array_equal(C, resample_counts(K, R, B, seed=8, dataset="d"))
+
+
+def test_replicate_statistics_match_explicit_resamples():
+    rng = np.random.default_rng(0)
+    mse = rng.lognormal(size=(3, 4))
+    mse[1, 2] = np.nan  # a failed trial is left out of the replicate
+    boot = DesignBootstrap(design(mse), seed=1, resamples=40)
+    flat = mse.ravel()
+    for stat, fn in (("mean", np.mean), ("median", np.median)):
+        est, reps = boot.statistic(stat)
+        assert est[0] == pytest.approx(fn(flat[np.isfinite(flat)]))
+        for b in range(40):
+            sample = np.repeat(flat, boot.counts[b].astype(int))
+            expected = fn(sample[np.isfinite(sample)])
+            assert reps[b, 0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_expanded_alpha_values():
+    # n = 10 at 95%: Phi(-sqrt(10/9) * t_{9, 0.975}) = Phi(-2.3846) ~= 0.00855 per tail
+    assert expanded_alpha(0.95, 10) / 2 == pytest.approx(0.00855, abs=2e-5)
+    # the expansion vanishes as n grows
+    assert expanded_alpha(0.95, 10_000) == pytest.approx(0.05, rel=2e-3)
+    assert expanded_alpha(0.9, 1) == pytest.approx(0.1)
+
+
+def test_bootstrap_covers_a_known_mean():
+    """Coverage of the 95% interval over 400 synthetic designs (K = 10, R = 10).
+
+    y = 1 + a_fold + e with sd(a) = 0.5, sd(e) = 2: the DP regime, where the
+    noise term dominates.  The scheme is designed to be conservative there
+    (module docstring: measured 0.98 with 300 designs), so the coverage must
+    reach the nominal 0.95 up to three binomial standard errors of the
+    estimate, sqrt(0.95 * 0.05 / 400) = 0.011; and the intervals must not be
+    uselessly wide: at most 1.6x the exact normal interval (measured 1.4x).
+    """
+    M, K, R = 400, 10, 10
+    rng = np.random.default_rng(2024)
+    y = 1.0 + rng.normal(0, 0.5, (M, K, 1)) + rng.normal(0, 2.0, (M, K, R))
+    frame = pd.concat([design(y[m], dataset=f"s{m}") for m in range(M)], ignore_index=True)
+    ci = bootstrap_intervals(frame, seed=3, level=0.95, resamples=2000)
+    assert len(ci) == M
+    cover = ((ci["mse_mean_lo"] <= 1) & (ci["mse_mean_hi"] >= 1)).mean()
+    assert cover >= 0.95 - 3 * math.sqrt(0.95 * 0.05 / M)
+    # the median of a symmetric design is its mean
+    cover_median = ((ci["mse_median_lo"] <= 1) & (ci["mse_median_hi"] >= 1)).mean()
+    assert cover_median >= 0.95 - 3 * math.sqrt(0.95 * 0.05 / M)
+    exact_se = math.sqrt(0.5**2 / K + 2.0**2 / (K * R))
+    width = (ci["mse_mean_hi"] - ci["mse_mean_lo"]).mean()
+    assert width <= 1.6 * 2 * 1.959964 * exact_se
+
+
+def test_intervals_are_deterministic_and_independent_of_other_cells():
+    rng = np.random.default_rng(5)
+    a = design(rng.lognormal(size=(5, 6)), algorithm="a")
+    b = design(rng.lognormal(size=(5, 6)), algorithm="b")
+    both = bootstrap_intervals(pd.concat([a, b]), seed=9, resamples=300)
+    alone = bootstrap_intervals(a, seed=9, resamples=300)
+    pd.testing.assert_frame_equal(both.iloc[:1].reset_index(drop=True), alone)
+    again = bootstrap_intervals(
+        pd.concat([b, a]).sample(frac=1, random_state=1), seed=9, resamples=300
+    )
+    pd.testing.assert_frame_equal(both, again)
+    assert not both.equals(bootstrap_intervals(pd.concat([a, b]), seed=10, resamples=300))
+
+
+def test_cells_with_different_repeat_counts():
+    rng = np.random.default_rng(1)
+    many = design(rng.lognormal(size=(4, 8)), algorithm="a")
+    few = design(rng.lognormal(size=(4, 3)), algorithm="b")
+    ci = bootstrap_intervals(pd.concat([many, few]), seed=2, resamples=200)
+    alone = bootstrap_intervals(few, seed=2, resamples=200)
+    pd.testing.assert_frame_equal(ci.iloc[1:].reset_index(drop=True), alone)
+
+
+def test_all_failed_cell_has_nan_interval():
+    mse = np.full((3, 2), np.nan)
+    ci = bootstrap_intervals(design(mse), seed=1, resamples=50)
+    assert ci[["mse_mean_lo", "mse_median_hi"]].isna().all().all()
+
+
+def test_duplicate_trials_rejected():
+    frame = design(np.ones((2, 2)))
+    with pytest.raises(DPRegError, match="more than once"):
+        DesignBootstrap(pd.concat([frame, frame.iloc[:1]]), seed=1, resamples=10)
+
+
+def test_missing_bootstrap_column_is_named():
+    with pytest.raises(DPRegError, match="fold"):
+        bootstrap_intervals(design(np.ones((2, 2))).drop(columns=["fold"]), seed=1)
+
+
+# --------------------------------------------------------------------------
+# paired ratios and verdicts
+# --------------------------------------------------------------------------
+def test_pairing_removes_the_shared_fold_effect():
+    """Two cells sharing a large fold effect: the paired ratio interval is narrow.
+
+    b = fold effect + small noise, a = 0.9 * b (same folds and repeats): the
+    ratio is exactly 0.9 in every replicate, so its interval is [0.9, 0.9],
+    although each cell's own interval is wide.
+    """
+    rng = np.random.default_rng(3)
+    base = np.exp(rng.normal(0, 1.0, (10, 1)) + rng.normal(0, 0.1, (10, 6)))
+    trials = pd.concat([design(base, algorithm="b"), design(0.9 * base, algorithm="a")])
+    out = paired_ratios(
+        trials, ("v", "a"), ("v", "b"), [1.0], statistic="mean", seed=1, resamples=300
+    )
+    row = out.iloc[0]
+    assert row["ratio"] == pytest.approx(0.9)
+    assert row["ratio_lo"] == pytest.approx(0.9) and row["ratio_hi"] == pytest.approx(0.9)
+    own = bootstrap_intervals(trials, seed=1, resamples=300).set_index("algorithm")
+    assert own.loc["b", "mse_mean_hi"] / own.loc["b", "mse_mean_lo"] > 1.5
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "expect", "margin", "verdict"),
+    [
+        (0.5, 0.9, "lower", 0.0, "supported"),
+        (0.9, 1.1, "lower", 0.0, "inconclusive"),
+        (1.0, 1.3, "lower", 0.0, "contradicted"),
+        (0.85, 0.95, "lower", 0.1, "inconclusive"),  # below 1 but not below 1/1.1
+        (1.2, 1.5, "higher", 0.1, "supported"),
+        (0.7, 0.95, "higher", 0.0, "contradicted"),
+        (0.95, 1.05, "equal", 0.1, "supported"),
+        (0.95, 1.2, "equal", 0.1, "inconclusive"),
+        (1.2, 1.4, "equal", 0.1, "contradicted"),
+        (math.nan, math.nan, "lower", 0.0, "inconclusive"),
+    ],
+)
+def test_point_verdicts(lo, hi, expect, margin, verdict):
+    assert (
+        point_verdicts(np.array([lo]), np.array([hi]), expect=expect, margin=margin)[0] == verdict
+    )
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "overall"),
+    [
+        (["supported"] * 3 + ["inconclusive"] * 2, "supported"),
+        (["supported"] * 2 + ["inconclusive"] * 3, "inconclusive"),  # below the quorum
+        (["supported"] * 4 + ["contradicted"], "inconclusive"),  # mixed evidence
+        (["supported", "contradicted", "contradicted"], "contradicted"),
+        (["inconclusive"] * 4 + ["contradicted"], "contradicted"),
+        ([], "inconclusive"),
+    ],
+)
+def test_overall_verdict(verdicts, overall):
+    assert overall_verdict(verdicts, quorum=0.5) == overall
+
+
+def synthetic_sweep_trials():
+    """Trials of three cells on two datasets with known orderings.
+
+    ``good`` has 0.6x the error of ``base`` (a clear gain), ``same`` equals
+    ``base`` up to 1% noise, per (fold, repeat); fold effects are shared.
+    """
+    rng = np.random.default_rng(11)
+    parts = []
+    for ds in ("d1", "d2"):
+        for eps in (0.1, 1.0):
+            base = np.exp(rng.normal(0, 0.5, (10, 1)) + rng.normal(0, 0.3, (10, 8))) / eps
+            for alg, mse in (
+                ("base", base),
+                ("good", 0.6 * base * np.exp(rng.normal(0, 0.05, base.shape))),
+                ("same", base * np.exp(rng.normal(0, 0.01, base.shape))),
+            ):
+                parts.append(design(mse, dataset=ds, algorithm=alg, epsilon=eps))
+    return pd.concat(parts, ignore_index=True)
+
+
+EXPERIMENT = {
+    "algorithms": ["base", "good", "same"],
+    "variants": ["v"],
+    "claims": [
+        {
+            "id": "good-lower",
+            "a": {"algorithm": "good"},
+            "b": {"algorithm": "base"},
+            "expect": "lower",
+        },
+        {
+            "id": "good-higher",
+            "a": {"algorithm": "good"},
+            "b": {"algorithm": "base"},
+            "expect": "higher",
+        },
+        {
+            "id": "same-equal",
+            "a": {"algorithm": "same"},
+            "b": {"algorithm": "base"},
+            "expect": "equal",
+            "margin": 0.1,
+            "statistic": "mean",
+            "source": "thesis",
+            "statement": "no difference",
+        },
+        # equal within 1e-4 cannot be shown with 10 folds: inconclusive
+        {
+            "id": "same-tight",
+            "a": {"algorithm": "same"},
+            "b": {"algorithm": "base"},
+            "expect": "equal",
+            "margin": 1e-4,
+        },
+        {
+            "id": "only-d2",
+            "a": {"algorithm": "good"},
+            "b": {"algorithm": "base"},
+            "expect": "lower",
+            "datasets": ["d2"],
+            "epsilons": [0.5, 5],
+        },
+    ],
+}
+
+
+def test_verdicts_on_a_synthetic_table(tmp_path):
+    cfg = {"seed": 4, "bootstrap": {"resamples": 400}, "experiments": {"e": EXPERIMENT}}
+    table = evaluate_claims(cfg, trials={"e": synthetic_sweep_trials()})
+    assert list(table.columns) == CLAIM_COLUMNS
+    overall = table[table["scope"] == "overall"].set_index("claim")
+    assert overall.loc["good-lower", "verdict"] == "supported"
+    assert overall.loc["good-lower", "supported"] == 4
+    assert overall.loc["good-higher", "verdict"] == "contradicted"
+    assert overall.loc["same-equal", "verdict"] == "supported"
+    assert overall.loc["same-tight", "verdict"] == "inconclusive"
+    assert overall.loc["only-d2", "points"] == 1
+    pts = table[(table["claim"] == "good-lower") & (table["scope"] == "point")]
+    assert list(zip(pts["dataset"], pts["epsilon"], strict=True)) == [
+        ("d1", 0.1),
+        ("d1", 1.0),
+        ("d2", 0.1),
+        ("d2", 1.0),
+    ]
+    assert pts["ratio"].between(0.55, 0.65).all()
+    assert (pts["ratio_lo"] <= pts["ratio"]).all() and (pts["ratio"] <= pts["ratio_hi"]).all()
+    # written atomically and read back equal; deterministic bytes
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    write_claims(table, a)
+    write_claims(evaluate_claims(cfg, trials={"e": synthetic_sweep_trials()}), b)
+    assert a.read_bytes() == b.read_bytes()
+    back = read_claims(a)
+    assert list(back["verdict"]) == list(table["verdict"])
+
+
+def test_claim_spec_errors_name_the_key():
+    exp = {"algorithms": ["x", "y"], "variants": ["v", "w"]}
+    bad = [
+        (
+            {"id": "c", "a": {"algorithm": "x", "variant": "v"}, "expect": "lower", "typo": 1},
+            "typo",
+        ),
+        (
+            {
+                "id": "c",
+                "a": {"algorithm": "z", "variant": "v"},
+                "b": {"algorithm": "x"},
+                "expect": "lower",
+            },
+            "'z'",
+        ),
+        (
+            {"id": "c", "a": {"algorithm": "x"}, "b": {"algorithm": "y"}, "expect": "lower"},
+            "variant",
+        ),
+        (
+            {
+                "id": "c",
+                "a": {"algorithm": "x", "variant": "v"},
+                "b": {"algorithm": "y"},
+                "expect": "less",
+            },
+            "expect",
+        ),
+        (
+            {
+                "id": "c",
+                "a": {"algorithm": "x", "variant": "v"},
+                "b": {"variant": "v"},
+                "expect": "lower",
+            },
+            "same",
+        ),
+        (
+            {
+                "id": "c",
+                "a": {"algorithm": "x", "variant": "v"},
+                "b": {"algorithm": "y"},
+                "expect": "lower",
+                "epsilons": [2, 1],
+            },
+            "epsilons",
+        ),
+    ]
+    for spec, needle in bad:
+        with pytest.raises(DPRegError, match=needle) as err:
+            parse_claims("e", {**exp, "claims": [spec]})
+        assert "experiments: e" in str(err.value)
+
+
+# --------------------------------------------------------------------------
+# README block
+# --------------------------------------------------------------------------
+def _numbers(text: str) -> list[float]:
+    return [float(x) for x in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?:e[-+]?\d+)?", text)]
+
+
+def test_markdown_quotes_only_numbers_from_the_table():
+    cfg = {"seed": 4, "bootstrap": {"resamples": 300}, "experiments": {"e": EXPERIMENT}}
+    table = evaluate_claims(cfg, trials={"e": synthetic_sweep_trials()})
+    text = render_markdown(table)
+    overall = table[table["scope"] == "overall"]
+    for row in overall.itertuples(index=False):
+        line = next(x for x in text.splitlines() if x.startswith(f"| {row.claim} |"))
+        assert f"**{row.verdict}**" in line
+        assert f"{row.supported} / {row.contradicted} / {row.inconclusive} of {row.points}" in line
+        assert f"{row.ratio:.3g} ({row.ratio_lo:.3g}–{row.ratio_hi:.3g})" in line
+    allowed = set()
+    for col in (
+        "epsilon",
+        "margin",
+        "ratio",
+        "ratio_lo",
+        "ratio_hi",
+        "level",
+        "resamples",
+        "points",
+        "supported",
+        "contradicted",
+        "inconclusive",
+    ):
+        for v in table[col].dropna():
+            allowed |= {float(f"{v:.3g}"), float(v), float(f"{v:g}"), float(f"{v:.0%}".rstrip("%"))}
+    allowed |= {1.0, 2.0}  # the digits in claim ids like "only-d2" and dataset names d1, d2
+    stray = [x for x in _numbers(text.replace("d1", "").replace("d2", "")) if x not in allowed]
+    assert not stray, stray
+
+
+def test_readme_block_replaced_in_place_and_checked(tmp_path):
+    cfg = {"seed": 4, "bootstrap": {"resamples": 200}, "experiments": {"e": EXPERIMENT}}
+    table = evaluate_claims(cfg, trials={"e": synthetic_sweep_trials()})
+    claims_path, readme = tmp_path / "claims.csv", tmp_path / "README.md"
+    write_claims(table, claims_path)
+    readme.write_text("# Results\n\nintro\n", encoding="utf-8")
+    assert main(["readme", "--claims", str(claims_path), "--readme", str(readme)]) == 0
+    first = readme.read_text(encoding="utf-8")
+    assert first.startswith("# Results\n\nintro\n")
+    assert readme_block(first) == render_markdown(read_claims(claims_path)).rstrip("\n")
+    edited = first.replace("intro", "intro, edited") + "\ntail\n"
+    readme.write_text(edited, encoding="utf-8")
+    main(["readme", "--claims", str(claims_path), "--readme", str(readme)])
+    second = readme.read_text(encoding="utf-8")
+    assert "intro, edited" in second and second.endswith("tail\n")
+    assert second.count("claims:begin") == 1
+    assert replace_readme_block(second, readme_block(second)) == second
+
+
+def test_committed_readme_block_matches_committed_claims():
+    """results/README.md's verdict block is exactly what claims.csv renders to."""
+    claims = ROOT / "results" / "tables" / "claims.csv"
+    readme = ROOT / "results" / "README.md"
+    if not claims.exists():
+        # no default results with claims yet: then the README must not quote a block either
+        assert readme_block(readme.read_text(encoding="utf-8")) is None
+        return
+    block = readme_block(readme.read_text(encoding="utf-8"))
+    assert block == render_markdown(read_claims(claims)).rstrip("\n")
+
+
+def test_cli_evaluate_reads_trial_files(tmp_path):
+    from dpreg.tables import write_trials
+
+    trials = synthetic_sweep_trials()
+    (tmp_path / "trials" / "e").mkdir(parents=True)
+    for ds, part in trials.groupby("dataset"):
+        write_trials(part, tmp_path / "trials" / "e" / f"{ds}.csv.gz")
+    import yaml
+
+    cfg = {"seed": 4, "bootstrap": {"resamples": 200}, "experiments": {"e": EXPERIMENT}}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    out = tmp_path / "claims.csv"
+    rc = main(
+        [
+            "evaluate",
+            "--config",
+            str(tmp_path / "c.yaml"),
+            "--trials",
+            str(tmp_path / "trials"),
+            "--out",
+            str(out),
+        ]
+    )
+    assert rc == 0
+    direct = evaluate_claims(cfg, trials={"e": trials})
+    pd.testing.assert_frame_equal(
+        read_claims(out)[["claim", "verdict"]], direct[["claim", "verdict"]]
+    )
+
+
+def test_sweep_trials_give_intervals_around_the_table_statistics():
+    """End to end on a real (small) sweep: each interval contains its point estimate."""
+    from dpreg.summary import summarise
+    from dpreg.sweep import sweep_arrays
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = X @ np.array([1.0, -0.5, 0.2]) + rng.normal(0, 0.5, 400)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trials = sweep_arrays(
+            X,
+            y,
+            dataset="syn",
+            seed=1,
+            folds=5,
+            variants={"m": {"stats": "train"}},
+            algorithms=["adassp", "ridge"],
+            epsilons=[0.1, 1.0],
+            delta=1e-6,
+            repeats=6,
+        )
+    table = summarise(trials, experiment="e", seed=1, resamples=300)
+    for stat in ("mean", "median"):
+        assert (table[f"mse_{stat}_lo"] <= table[f"mse_{stat}"] * (1 + 1e-12)).all()
+        assert (table[f"mse_{stat}"] <= table[f"mse_{stat}_hi"] * (1 + 1e-12)).all()
