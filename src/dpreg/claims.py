@@ -867,21 +867,13 @@ def _dataset_parts(exp_id, claims, trial_files, trials, select):
             & frame["algorithm"].astype(str).isin(algorithms)
         ]
     elif trial_files is not None and exp_id in trial_files:
-        repeats = (select or {}).get(exp_id, {}).get("repeats")
-        if isinstance(repeats, Mapping):  # per-algorithm repeats: read all, cut below
-            cut, repeats = repeats, None
-        else:
-            cut = None
         frame = read_trials(
             trial_files[exp_id],
             variants=variants,
             algorithms=algorithms,
-            repeats=repeats,
+            repeats=(select or {}).get(exp_id, {}).get("repeats"),
             columns=BOOTSTRAP_TRIAL_COLUMNS,
         )
-        if cut:
-            limit = frame["algorithm"].map(lambda a: cut.get(a, np.iinfo(np.int64).max))
-            frame = frame[frame["repeat"] < limit.astype(np.int64)]
     else:
         raise DPRegError(f"experiment {exp_id!r} states claims but no trials were given for it")
     for _, part in frame.groupby(frame["dataset"].astype(str), sort=True):

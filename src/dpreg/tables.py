@@ -321,7 +321,7 @@ def _read_one_trials(
     columns: Sequence[str] | None,
     variants: Sequence[str] | None,
     algorithms: Sequence[str] | None,
-    repeats: int | None,
+    repeats: int | Mapping[str, int] | None,
 ) -> pd.DataFrame:
     if str(path).endswith(".parquet"):
         import pyarrow.parquet as pq
@@ -331,7 +331,7 @@ def _read_one_trials(
             filters.append(("variant", "in", list(variants)))
         if algorithms is not None:
             filters.append(("algorithm", "in", list(algorithms)))
-        if repeats is not None:
+        if repeats is not None and not isinstance(repeats, Mapping):
             filters.append(("repeat", "<", int(repeats)))
         frame = pq.read_table(
             path, columns=list(columns) if columns is not None else None, filters=filters or None
@@ -339,14 +339,20 @@ def _read_one_trials(
         for col in frame.columns:
             if isinstance(frame[col].dtype, pd.CategoricalDtype) or col in _STRING_COLUMNS:
                 frame[col] = frame[col].astype(str)
-        return frame
-    frame = _read_csv(path, columns)
+        variants = algorithms = None  # already filtered
+        if not isinstance(repeats, Mapping):
+            repeats = None
+    else:
+        frame = _read_csv(path, columns)
     keep = np.ones(len(frame), dtype=bool)
     if variants is not None:
         keep &= frame["variant"].isin(list(variants)).to_numpy()
     if algorithms is not None:
         keep &= frame["algorithm"].isin(list(algorithms)).to_numpy()
-    if repeats is not None:
+    if isinstance(repeats, Mapping):
+        limit = frame["algorithm"].map(lambda a: int(repeats.get(a, np.iinfo(np.int64).max)))
+        keep &= (frame["repeat"] < limit.astype(np.int64)).to_numpy()
+    elif repeats is not None:
         keep &= (frame["repeat"] < int(repeats)).to_numpy()
     return frame if keep.all() else frame.loc[keep].reset_index(drop=True)
 
@@ -356,7 +362,7 @@ def read_trials(
     *,
     variants: Sequence[str] | None = None,
     algorithms: Sequence[str] | None = None,
-    repeats: int | None = None,
+    repeats: int | Mapping[str, int] | None = None,
     columns: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Read and concatenate trial files (Parquet or CSV.gz, in the given order).
@@ -367,10 +373,11 @@ def read_trials(
         Trial files written by :func:`write_trials`.
     variants, algorithms : sequence of str, optional
         Keep only these variants / algorithms.
-    repeats : int, optional
+    repeats : int or mapping, optional
         Keep only repeats ``0 .. repeats - 1`` (trials are prefix-stable in
         the repeat count, so this is the table a run with R = ``repeats``
-        would have written).
+        would have written); a mapping gives R per algorithm (algorithms
+        it does not name keep every repeat).
     columns : sequence of str, optional
         Read only these columns.
 

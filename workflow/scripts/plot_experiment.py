@@ -13,7 +13,7 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 
 from dpreg.plots import plot_experiment  # noqa: E402
-from dpreg.summary import read_table  # noqa: E402
+from dpreg.tables import read_table  # noqa: E402
 
 plot = smk.params.plot
 dataset_info = {}

@@ -1,0 +1,30 @@
+"""Snakemake adapter: trial files of the experiments that state claims -> claims.csv."""
+
+import logging
+
+smk = snakemake  # noqa: F821 (injected by Snakemake's script directive)
+
+from dpreg.joblog import log_to_file  # noqa: E402 (light: only logging)
+
+log_file = log_to_file(smk.log[0])
+
+from dpreg.claims import evaluate_claims  # noqa: E402
+from dpreg.tables import write_claims  # noqa: E402
+
+# params.files: experiment id -> its trial files; params.select: experiment id ->
+# {"repeats": ...} (the rows of the experiment when trial files are shared)
+claims = evaluate_claims(
+    smk.params.config, dict(smk.params.files), select=dict(smk.params.get("select", None) or {})
+)
+write_claims(claims, smk.output.claims)
+overall = claims[claims["scope"] == "overall"]
+for row in overall.itertuples(index=False):
+    logging.info(
+        "%s: %s (%d supported, %d contradicted, %d inconclusive of %d)",
+        row.claim,
+        row.verdict,
+        row.supported,
+        row.contradicted,
+        row.inconclusive,
+        row.points,
+    )
