@@ -298,7 +298,9 @@ def _check_dates(name: str, e: dict[str, Any]) -> None:
 
 
 def _is_cell_value(value: object) -> bool:
-    return (_is_number(value) and math.isfinite(value)) or (isinstance(value, str) and value != "")
+    if isinstance(value, str):
+        return value != ""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _check_recode(name: str, e: dict[str, Any]) -> None:

@@ -78,12 +78,11 @@ def _header(data: bytes, sep: str) -> list[str]:
 
 
 def _refuse_duplicates(name: str, header: list[str], where: str) -> None:
-    seen: set[str] = set()
-    twice = [c for c in header if c in seen or seen.add(c)]
+    twice = [c for c in dict.fromkeys(header) if header.count(c) > 1]
     if twice:
         raise fail(
             name,
-            f"{where} has duplicate column name(s) {', '.join(map(repr, dict.fromkeys(twice)))}; "
+            f"{where} has duplicate column name(s) {', '.join(map(repr, twice))}; "
             "every column needs its own name (rename them in the header row)",
         )
 
