@@ -72,6 +72,7 @@ __all__ = [
     "adaops_constants",
     "adaops_lambda",
     "adaops_objective",
+    "sample_bounds",
     "margin_failure_probability",
 ]
 
@@ -136,20 +137,49 @@ def adaops_lambda(
     at_bound = slope_sign(s_lo) <= 0
     a = np.log(s_lo)
     b = np.maximum(log_s_hi, a)
+    # a repeat stops once its bracket is at double precision (frozen, so its
+    # answer does not depend on the other repeats of the batch)
+    done = b - a <= 1e-15 * np.maximum(1.0, np.abs(b))
     for _ in range(iters):
+        if np.all(done):
+            break
         m = 0.5 * (a + b)
         up = slope_sign(np.exp(m)) > 0  # still decreasing: minimiser further right
-        a = np.where(up, m, a)
-        b = np.where(up, b, m)
-        if np.all(b - a <= 1e-15 * np.maximum(1.0, np.abs(b))):
-            break
+        a = np.where(up & ~done, m, a)
+        b = np.where(up | done, b, m)
+        done |= b - a <= 1e-15 * np.maximum(1.0, np.abs(b))
     s_star = np.exp(0.5 * (a + b))
     return np.where(at_bound, lam_tgt, np.maximum(s_star - lam_tilde, lam_tgt))
+
+
+def sample_bounds(
+    eps: float, delta: float, n: int, bx: float, by: float, *, cap: bool
+) -> tuple[float, float]:
+    """The largest Lipschitz bound ``L`` and sample scale ``1/sqrt(gamma)`` any repeat can use.
+
+    Every repeat has ``h >= h_min = 2 B_X^2 (1 + ell6) / eps`` (W10) and ``L``
+    at most its cap at ``h_min`` (W15; with ``cap`` the bound ``n B_X B_Y / h``).
+    The root ``sqrt(gamma)`` of (W16) increases with ``h`` and decreases with
+    ``L``, so ``1/sqrt(gamma)`` is largest at ``(L_max, h_min)``.
+    """
+    ell6 = math.log(6.0 / delta)
+    h = 2.0 * bx**2 * (1.0 + ell6) / eps
+    if cap:
+        L = bx * (by + bx * n * bx * by / h)
+    else:
+        L = bx * (by + bx * math.sqrt(2.0 * math.sqrt(n * by) / h))
+    a = L**2 / (2.0 * (h + bx**2))
+    b = L * math.sqrt(ell6 / h)
+    c = (1.0 + ell6) * bx**2 / (2.0 * h) - eps / 2.0
+    return L, 1.0 / float(quadratic_root(a, b, c))
 
 
 def _releases(ctx: ReleaseContext, *, cap: bool) -> list[Release]:
     eps, delta = ctx.epsilon, ctx.delta
     ell6 = math.log(6.0 / delta)
+    L_max, scale_max = sample_bounds(
+        eps, delta, ctx.need_n("adaops"), ctx.bound_x, ctx.bound_y, cap=cap
+    )
     s = math.sqrt(ell6) / (eps / 4.0)
     ok = wang_valid(eps / 4.0, delta / 3.0, s)
     return [
@@ -174,8 +204,10 @@ def _releases(ctx: ReleaseContext, *, cap: bool) -> list[Release]:
         claimed_release(
             "theta",
             "ops",
-            sensitivity=math.nan,  # L is released per repeat
-            scale=math.nan,  # 1/sqrt(gamma) depends on the released L and lambda_min
+            # L and 1/sqrt(gamma) are set per repeat from the two releases above;
+            # recorded: the largest values any repeat can use
+            sensitivity=L_max,
+            scale=scale_max,
             epsilon=eps / 2.0,
             delta=delta / 3.0,
             calibration="ops-wang",
@@ -286,7 +318,7 @@ ENTRIES = [
         "AdaOPS (posterior)",
         True,
         False,
-        Style("darkgreen", "--", "*"),
+        Style("seagreen", "--", "*"),
         "adaops.m with a posterior sample H^{-1/2}z",
     ),
     _entry(

@@ -10,7 +10,9 @@ With ``ell = ln(2/delta)``, ``T = n``, ``B = 1`` and ``base = 1`` (spec W18-W20)
     phase 2 (T steps): theta <- theta - (eta_t / sz) g, output the running mean of phase 2.
 
 The repeats run as independent chains, one ``(R, d)`` array updated in place;
-indices and noise are drawn in chunks of steps.  The ``-theta`` term
+each chain draws its indices and noise from its own child generator
+(``rng.spawn``), in chunks of steps, so a repeat does not change when more
+repeats are drawn.  The ``-theta`` term
 (anti-ridge, the file calls it a regulariser), the missing ``1/sz`` in phase
 1 and sampling with replacement are kept.  The file is not run by Wang's
 ``exp_uci.m`` and its last line would fail, so it has no published numbers.
@@ -59,12 +61,17 @@ def sgd_schedule(eps: float, delta: float, n: int) -> tuple[int, float]:
 
 
 def _releases(ctx: ReleaseContext) -> list[Release]:
+    """One claimed release; sensitivity and scale are the first step's (``theta = 0``).
+
+    Later steps use ``L_t = 1 + ||theta||`` and ``sigma_t = sqrt(ell) L_t / base``.
+    """
+    _, base = sgd_schedule(ctx.epsilon, ctx.delta, ctx.need_n("noisysgd"))
     return [
         claimed_release(
             "theta",
             "noisysgd",
-            sensitivity=math.nan,
-            scale=math.nan,
+            sensitivity=1.0,
+            scale=math.sqrt(math.log(2.0 / ctx.delta)) / base,
             epsilon=ctx.epsilon,
             delta=ctx.delta,
             calibration="wang-sgd",
@@ -75,21 +82,22 @@ def _releases(ctx: ReleaseContext) -> list[Release]:
 
 def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResult:
     X, y = opts.rows  # type: ignore[misc]
-    rng = opts.rng
     n, d, R = stats.n, stats.d, opts.size
     eps, delta = rel[0].epsilon, rel[0].delta
     ell = math.log(2.0 / delta)
     sz, base = sgd_schedule(eps, delta, n)
     T = n
     step_c = 1.0 / math.sqrt(2.0 * T)  # B / sqrt(2T) with B = 1
+    # one child generator per chain: repeat r's draws do not depend on R
+    chains = opts.rng.spawn(R)  # type: ignore[union-attr]
     theta = np.zeros((R, d))
     mean = np.zeros((R, d))
     for phase in (1, 2):
         done = 0
         while done < T:
             k = min(_CHUNK, T - done)
-            idx = rng.integers(0, n, size=(k, R, sz))  # type: ignore[union-attr]
-            xi = rng.standard_normal((k, R, d))  # type: ignore[union-attr]
+            idx = np.stack([g.integers(0, n, size=(k, sz)) for g in chains], axis=1)
+            xi = np.stack([g.standard_normal((k, d)) for g in chains], axis=1)
             for j in range(k):
                 Xi = X[idx[j]]  # (R, sz, d)
                 resid = np.einsum("rsd,rd->rs", Xi, theta) - y[idx[j]]

@@ -143,12 +143,15 @@ def trust_region_ball(
         lo = np.zeros(len(ua))
         hi = unorm[act] / radius
         m = lo.copy()
+        done = np.zeros(len(ua), dtype=bool)
         for _ in range(200):
             den = h + m[:, None]
             phi = np.sum(ua**2 / den**2, axis=1)
             norm = np.sqrt(phi)
             err = norm - radius
-            if np.all(np.abs(err) <= tol * radius):
+            # a converged repeat is frozen, so its answer does not depend on the batch
+            done |= np.abs(err) <= tol * radius
+            if np.all(done):
                 break
             # bracket update: norm > r means mu is too small
             lo = np.where(err > 0, m, lo)
@@ -158,7 +161,7 @@ def trust_region_ball(
             step = (1.0 / norm - 1.0 / radius) / (-0.5 * phi**-1.5 * dphi)
             new = m - step
             bad = ~((new > lo) & (new < hi)) | ~np.isfinite(new)
-            m = np.where(bad, 0.5 * (lo + hi), new)
+            m = np.where(done, m, np.where(bad, 0.5 * (lo + hi), new))
         mu[act] = m
     theta = (u / (h + mu[:, None])) @ Q.T
     return theta, mu
@@ -226,7 +229,7 @@ ENTRIES = [
         fit_fn=_fit_wang,
         has_lambda=True,
         reproduction=True,
-        style=Style("darkgoldenrod", "-", "v"),
+        style=Style("sienna", "-", "v"),
         reference="Wang (2018) ObjPert.m: KST objective perturbation, ridge 2/ε², sd L√(4ℓ+2ε)/ε²",
     ),
     Algorithm(
@@ -237,7 +240,7 @@ ENTRIES = [
         release_fn=_releases_kst,
         fit_fn=_fit_kst,
         has_lambda=True,
-        style=Style("darkgoldenrod", "--", "^"),
+        style=Style("chocolate", "--", "^"),
         reference="Kifer, Smith & Thakurta (2012) Alg. 1 on the ball: ridge 2B_X²/ε, sd L√(2ℓ+ε)/ε",
     ),
 ]

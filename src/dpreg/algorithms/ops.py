@@ -135,8 +135,9 @@ def ops_calibration(
         L = ops_lipschitz(lam, n, bx, by)
         sg = ops_sqrt_gamma(eps, delta, lam, L, bx)
     else:
-        # the concentrated files state a Lipschitz bound only in their fallback
-        L = 2.0 * bx * by if fallback else math.nan
+        # fallback: the file's L = 2 B_X B_Y; main branch: the L its quadratic
+        # implies (W6 with gamma = 1, lam + B_X^2 -> lam, L = B_X^2 B_Y sqrt(2n/lam))
+        L = 2.0 * bx * by if fallback else bx**2 * by * math.sqrt(2.0 * n / lam)
     return {"lam": lam, "sqrt_gamma": sg, "L": L, "fallback": fallback}
 
 
@@ -245,7 +246,7 @@ ENTRIES = [
         "OPS-balanced (Wang's code)",
         "balanced",
         False,
-        Style("teal", "-", "o"),
+        Style("darkcyan", "-", "o"),
         _CODE.format(f="OPS_epsdelta_balanced.m", r="balanced"),
     ),
     _entry(
@@ -253,7 +254,7 @@ ENTRIES = [
         "OPS-balanced (posterior)",
         "balanced",
         True,
-        Style("teal", "--", "o"),
+        Style("mediumturquoise", "--", "o"),
         _POST.format(r="balanced"),
     ),
     _entry(
@@ -261,7 +262,7 @@ ENTRIES = [
         "OPS-concentrated (Wang's code)",
         "concentrated",
         False,
-        Style("navy", "-", "s"),
+        Style("midnightblue", "-", "s"),
         _CODE.format(f="OPS_epsdelta_concentrated.m", r="concentrated"),
     ),
     _entry(
@@ -269,7 +270,7 @@ ENTRIES = [
         "OPS-concentrated (fixed)",
         "concentrated-fixed",
         True,
-        Style("navy", "--", "s"),
+        Style("royalblue", "--", "s"),
         "OPS-concentrated with the fallback's constant -γL²/2 - (1+ℓ)B_X²/2 and a posterior sample",
     ),
     _entry(
@@ -285,7 +286,7 @@ ENTRIES = [
         "OPS-diffused (posterior)",
         "diffused",
         True,
-        Style("slateblue", "--", "D"),
+        Style("mediumpurple", "--", "D"),
         _POST.format(r="diffused"),
     ),
     _entry(
@@ -301,7 +302,7 @@ ENTRIES = [
         "OPS-worstcase (posterior)",
         "worstcase",
         True,
-        Style("maroon", "--", "P"),
+        Style("indianred", "--", "P"),
         _POST.format(r="worstcase"),
     ),
 ]
