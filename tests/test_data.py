@@ -238,10 +238,7 @@ def test_defaults_validate_and_agree_with_config():
     for name, entry in DEFAULT_DATASETS.items():
         e = validate_entry(name, entry, mirror_dir=MIRROR)
         assert set(e) == set(DATASET_KEYS)
-    config = ROOT / "config" / "config.yaml"
-    if not config.exists():
-        pytest.skip("no config/config.yaml in this tree")
-    configured = yaml.safe_load(config.read_text())["datasets"]
+    configured = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["datasets"]
     shared = sorted(set(configured) & set(DEFAULT_DATASETS))
     assert {"airfoil", "concrete", "bike", "elevators"} <= set(shared)
     for name in shared:
@@ -250,9 +247,12 @@ def test_defaults_validate_and_agree_with_config():
         assert got == want, name
 
 
-def test_mirror_readme_names_every_dataset():
+def test_mirror_is_pinned_and_its_readme_names_every_dataset():
     text = (MIRROR / "README.md").read_text()
-    for name in EXPECTED_SHAPES:
+    folders = sorted(p.name for p in MIRROR.iterdir() if p.is_dir())
+    assert len(folders) == 26 and sorted(n.split("/")[0] for n in _mirror_sums()) == folders
+    for name in folders:
+        assert _sha((MIRROR / name / "data.csv").read_bytes()) == _mirror_sums()[f"{name}/data.csv"]
         meta = json.loads((MIRROR / name / "metadata.json").read_text())
         assert meta["name"] in text and meta["license"] in text
 

@@ -47,6 +47,12 @@ class _DeadlineExceeded(Exception):
         self.received = received
 
 
+class _ShortBody(Exception):
+    def __init__(self, received: int, announced: int) -> None:
+        super().__init__(received, announced)
+        self.received, self.announced = received, announced
+
+
 def _read_body(response: http.client.HTTPResponse, stop_at: float) -> bytes:
     """The body, read piecewise (``read1``) so the deadline is checked between pieces."""
     buf = io.BytesIO()
@@ -67,6 +73,17 @@ def _announced_length(response: http.client.HTTPResponse) -> int | None:
         return int(value)
     except ValueError:
         return None
+
+
+def _fetch_within(url: str, deadline: float) -> bytes:
+    stop_at = time.monotonic() + deadline
+    request = urllib.request.Request(url, headers={"User-Agent": "dpreg"})
+    with urllib.request.urlopen(request, timeout=min(READ_TIMEOUT, deadline)) as response:
+        announced = _announced_length(response)
+        data = _read_body(response, stop_at)
+    if announced is not None and len(data) != announced:
+        raise _ShortBody(len(data), announced)
+    return data
 
 
 def download(name: str, url: str, *, deadline: float) -> bytes:
@@ -90,19 +107,13 @@ def download(name: str, url: str, *, deadline: float) -> bytes:
         ``download_deadline`` key) or a body shorter than its
         ``Content-Length``; each message ends with the offline hint.
     """
-    stop_at = time.monotonic() + deadline
-    request = urllib.request.Request(url, headers={"User-Agent": "dpreg"})
     try:
-        with urllib.request.urlopen(request, timeout=min(READ_TIMEOUT, deadline)) as response:
-            expected = _announced_length(response)
-            data = _read_body(response, stop_at)
-        if expected is not None and len(data) != expected:
-            reason = (
-                f"the body was cut short: {len(data)} of the {expected} bytes the server "
-                "announced (Content-Length)"
-            )
-        else:
-            return data
+        return _fetch_within(url, deadline)
+    except _ShortBody as exc:
+        reason = (
+            f"the body was cut short: {exc.received} of the {exc.announced} bytes the server "
+            "announced (Content-Length)"
+        )
     except _DeadlineExceeded as exc:
         reason = (
             f"the download did not finish within download_deadline = {deadline:g} s "
