@@ -26,7 +26,9 @@ def bounded_data(
     """
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
-    norms = np.linalg.norm(X, axis=1, keepdims=True) if at_bound else np.linalg.norm(X, axis=1).max()
+    norms = (
+        np.linalg.norm(X, axis=1, keepdims=True) if at_bound else np.linalg.norm(X, axis=1).max()
+    )
     X *= bx / norms
     y = X @ np.linspace(0.8, -0.5, d) / bx + 0.05 * rng.normal(size=n)
     y *= by / np.abs(y).max()

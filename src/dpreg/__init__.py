@@ -15,12 +15,22 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "DPRegError": "dpreg._validation",
+    "NonPrivateWarning": "dpreg.estimator",
     "PrivateLinearRegression": "dpreg.estimator",
+    "RowNormClipper": "dpreg.estimator",
     "SuffStats": "dpreg.stats",
     "gaussian_sigma": "dpreg.mechanisms",
 }
 
-__all__ = ["DPRegError", "PrivateLinearRegression", "SuffStats", "__version__", "gaussian_sigma"]
+__all__ = [
+    "DPRegError",
+    "NonPrivateWarning",
+    "PrivateLinearRegression",
+    "RowNormClipper",
+    "SuffStats",
+    "__version__",
+    "gaussian_sigma",
+]
 
 
 def __getattr__(name: str) -> Any:

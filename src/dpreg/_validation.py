@@ -14,14 +14,24 @@ from numbers import Real
 import numpy as np
 
 __all__ = [
+    "EPSILON_MIN",
     "DPRegError",
     "check_bound",
     "check_choice",
     "check_delta",
     "check_epsilon",
     "check_finite_array",
+    "check_noise_scale",
     "check_positive_int",
+    "epsilon_too_small",
 ]
+
+#: Smallest epsilon any calibration accepts.  Noise scales are
+#: ``sensitivity * c / epsilon`` with ``c`` at most a few units, so below this
+#: value (or for a share ``epsilon / k`` of it) the scale overflows to
+#: infinity in double precision, and the privacy profile of the release
+#: (``sensitivity / sigma``) underflows to zero.
+EPSILON_MIN = 1e-300
 
 
 class DPRegError(ValueError):
@@ -34,12 +44,43 @@ def _as_float(value: object, name: str) -> float:
     return float(value)
 
 
+def epsilon_too_small(epsilon: float, name: str = "epsilon") -> DPRegError:
+    """The one message for an epsilon whose noise calibration overflows.
+
+    Raised by :func:`check_epsilon` below :data:`EPSILON_MIN` and by the
+    release constructors of :mod:`dpreg.mechanisms` when a calibrated scale
+    is infinite, so the estimator and the pipeline say the same thing.
+    """
+    return DPRegError(
+        f"{name}={epsilon:.3g} is too small to calibrate: the noise scale overflows to "
+        f"infinity in double precision; use a larger {name} (at least {EPSILON_MIN:g}) "
+        "or smaller bounds"
+    )
+
+
 def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
-    """Return ``epsilon`` as a float after checking ``0 < epsilon < inf``."""
+    """Return ``epsilon`` as a float after checking ``EPSILON_MIN <= epsilon < inf``."""
     eps = _as_float(epsilon, name)
     if not (math.isfinite(eps) and eps > 0):
         raise DPRegError(f"{name} must be a finite number > 0, got {epsilon!r}")
+    if eps < EPSILON_MIN:
+        raise epsilon_too_small(eps, name)
     return eps
+
+
+def check_noise_scale(scale: object, *, epsilon: float, name: str = "sigma") -> float:
+    """Return a calibrated noise scale after checking ``0 < scale < inf``.
+
+    An infinite scale means the calibration overflowed for this ``epsilon``
+    (the message of :func:`epsilon_too_small`); any other bad value is a
+    plain range error naming ``name``.
+    """
+    s = _as_float(scale, name)
+    if s == math.inf:
+        raise epsilon_too_small(float(epsilon))
+    if not (math.isfinite(s) and s > 0):
+        raise DPRegError(f"{name} must be a finite number > 0, got {scale!r}")
+    return s
 
 
 def check_delta(delta: object, name: str = "delta") -> float:

@@ -1,47 +1,218 @@
-"""A scikit-learn-style estimator for DP linear regression without the pipeline."""
+"""scikit-learn estimators: private linear regression and a data-free row clipper.
+
+:class:`PrivateLinearRegression` runs any algorithm of the registry
+(:data:`dpreg.algorithms.ALGORITHMS`) on user-supplied norm bounds;
+:class:`RowNormClipper` makes rows respect such a bound without looking at
+the data, so it can sit in a :class:`~sklearn.pipeline.Pipeline` before the
+estimator.
+
+Choosing bounds
+---------------
+The privacy guarantee holds only if every training row satisfies
+``||x_i||_2 <= B_X`` and ``|y_i| <= B_Y``, and the noise grows with the
+bounds (``X^T X`` has sensitivity ``B_X^2``, ``X^T y`` has ``B_X B_Y``).
+Bounds must come from knowledge that does not depend on the private rows:
+
+* physical or recorded ranges of each feature (a sensor's range, a
+  questionnaire's scale, a clipped dollar amount): with per-feature ranges
+  ``|x_j| <= r_j``, ``B_X = sqrt(sum_j r_j^2)``; rescale features by a fixed,
+  public factor first so that one feature does not dominate the norm;
+* a public, similar data set, or an earlier release that already paid for
+  its privacy;
+* a deliberate choice below the worst case, accepting that the few larger
+  rows are clipped (:class:`RowNormClipper`, or ``clip=True``): clipping
+  biases the fit a little and lowers the noise a lot.
+
+Never take ``max ||x_i||`` or ``max |y_i|`` of the private rows, and never fit
+a :class:`~sklearn.preprocessing.StandardScaler` (or any scaler whose
+statistics come from the rows) on them: either leaks the data outside the
+guarantee.  :mod:`dpreg.preprocess` has the private alternative (statistics
+released with noise, from declared public ranges).
+
+Clipping the target: pass ``clip=True`` to :class:`PrivateLinearRegression`
+(rows and targets are clipped to ``bounds`` before the statistics are
+computed), or wrap it in :class:`~sklearn.compose.TransformedTargetRegressor`
+with ``func=lambda y: np.clip(y, -B_Y, B_Y)``, ``inverse_func=lambda y: y``
+and ``check_inverse=False``.
+
+References
+----------
+Wang, Y.-X. (2018). Revisiting differentially private linear regression:
+optimal and adaptive prediction & estimation in unbounded domain. UAI
+(bounded-domain assumption, Section 2).
+Holohan, N. et al. (2019). Diffprivlib: the IBM differential privacy library
+(``bounds_X``/``bounds_y`` given by the user, rows clipped to them).
+"""
 
 from __future__ import annotations
 
+import math
+import warnings
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpreg._validation import DPRegError, check_bound, check_delta, check_epsilon
 from dpreg.algorithms import get_algorithm
+from dpreg.seeding import as_generator
 from dpreg.stats import SuffStats
 
-__all__ = ["PrivateLinearRegression"]
+__all__ = ["NonPrivateWarning", "PrivateLinearRegression", "RowNormClipper", "clip_rows"]
 
 
-class PrivateLinearRegression:
-    """Differentially private linear regression on user-supplied bounds.
+class NonPrivateWarning(UserWarning):
+    """A non-private algorithm (a baseline) was fitted: nothing about it is private."""
 
-    The data must already satisfy ``||x_i||_2 <= bounds[0]`` and
-    ``|y_i| <= bounds[1]``; bounds are never taken from the data (that would
-    leak it), and :meth:`fit` refuses rows that break them.
+
+def clip_rows(X: np.ndarray, bound: float) -> np.ndarray:
+    """Scale every row with ``||x_i||_2 > bound`` onto the sphere of radius ``bound``.
+
+    ``x_i <- x_i * min(1, bound / ||x_i||_2)``: each row is mapped on its
+    own, with a bound fixed in advance, so one person's row never changes
+    another's and the map can precede any private algorithm (it is the
+    clipping of diffprivlib and of Abadi et al. 2016, Eq. 1 / Algorithm 1).
+    Rows inside the ball are returned unchanged (bit for bit).
 
     Parameters
     ----------
-    algorithm : str
-        A name from :data:`dpreg.algorithms.ALGORITHMS` (default ``"adassp"``).
+    X : ndarray of shape (n, d)
+        Finite rows.
+    bound : float
+        ``B_X > 0``.
+
+    Returns
+    -------
+    ndarray of shape (n, d)
+        A new float64 array.
+    """
+    B = check_bound(bound, "bound")
+    out = np.array(X, dtype=np.float64)
+    norms = np.sqrt(np.einsum("ij,ij->i", out, out))
+    over = norms > B
+    if over.any():
+        # a clipped norm may round to B (1 + 2**-52): within the bound check's
+        # tolerance (dpreg.stats.BOUND_RTOL)
+        out[over] *= (B / norms[over])[:, None]
+    return out
+
+
+def _as_dpreg_error(err: ValueError) -> DPRegError:
+    """scikit-learn's input errors as one-line DPRegErrors (same words)."""
+    return DPRegError(" ".join(str(err).split()))
+
+
+class RowNormClipper(TransformerMixin, BaseEstimator):
+    """Clip each row to L2 norm ``bound``, with no statistic taken from the data.
+
+    A stateless transformer for a :class:`~sklearn.pipeline.Pipeline` placed
+    before :class:`PrivateLinearRegression` with ``bounds[0] == bound``:
+    ``fit`` records only the number of features, ``transform`` applies
+    :func:`clip_rows`.  See the module docstring for choosing ``bound`` from
+    domain knowledge.
+
+    Parameters
+    ----------
+    bound : float
+        ``B_X > 0``, chosen without looking at the private rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from dpreg import PrivateLinearRegression, RowNormClipper
+    >>> X = np.array([[3.0, 4.0], [0.3, 0.4]])
+    >>> RowNormClipper(bound=1.0).fit_transform(X)
+    array([[0.6, 0.8],
+           [0.3, 0.4]])
+    >>> model = make_pipeline(
+    ...     RowNormClipper(bound=1.0),
+    ...     PrivateLinearRegression(epsilon=1.0, bounds=(1.0, 1.0), clip=True, random_state=0),
+    ... )
+    """
+
+    def __init__(self, bound: float = 1.0) -> None:
+        self.bound = bound
+
+    def fit(self, X: Any, y: Any = None) -> RowNormClipper:
+        """Check ``bound`` and the shape of ``X``; nothing is learnt from its values."""
+        check_bound(self.bound, "bound")
+        try:
+            validate_data(self, X, dtype=np.float64)
+        except ValueError as err:
+            raise _as_dpreg_error(err) from None
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Rows of ``X`` clipped to norm ``bound`` (float64)."""
+        try:
+            X = validate_data(self, X, dtype=np.float64, reset=False)
+        except ValueError as err:
+            raise _as_dpreg_error(err) from None
+        return clip_rows(X, self.bound)
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.requires_fit = False  # stateless: transform needs nothing from fit
+        return tags
+
+
+class PrivateLinearRegression(RegressorMixin, BaseEstimator):
+    """Differentially private linear regression on user-supplied bounds.
+
+    The training rows must satisfy ``||x_i||_2 <= bounds[0]`` and
+    ``|y_i| <= bounds[1]``: :meth:`fit` refuses rows that break them (a
+    violated bound voids the guarantee) unless ``clip=True``, which clips
+    them first.  Bounds are never taken from the data; see the module
+    docstring for choosing them.  Predictions are ``X @ coef_`` (no
+    intercept: append a constant column within the bound if you need one).
+
+    Parameters
+    ----------
+    algorithm : str, default="adassp"
+        Any name of :data:`dpreg.algorithms.ALGORITHMS`.  Non-private
+        baselines (``ols``, ``ridge``, ``trivial``) fit with a
+        :class:`NonPrivateWarning`.
     epsilon, delta : float
         Privacy budget of the whole fit (keyword-only).
-    bounds : tuple of float
+    bounds : (float, float), default=(1.0, 1.0)
         ``(B_X, B_Y)``.
-    rho : float
-        AdaSSP failure probability.
-    xtx_offset : float
+    clip : bool, default=False
+        Clip rows to norm ``B_X`` (:func:`clip_rows`) and targets to
+        ``[-B_Y, B_Y]`` instead of refusing them.
+    rho : float, default=0.05
+        AdaSSP failure probability (Wang 2018, Algorithm 2).
+    xtx_offset : float, default=1.0
         ``c`` in ``A = X^T X + c I`` (Wang's code: 1; 0 for textbook forms).
-    random_state : None, int, SeedSequence or Generator
-        Normalised once with :func:`numpy.random.default_rng`.
+    params : dict, optional
+        Hyperparameters of the algorithm overriding its registry defaults.
+    random_state : None, int, SeedSequence, BitGenerator or Generator
+        Normalised once per :meth:`fit` by :func:`dpreg.seeding.as_generator`
+        (SPEC 7); an int gives the same model on every fit.
 
     Attributes
     ----------
-    coef_ : ndarray of shape (d,)
+    coef_ : ndarray of shape (n_features_in_,)
+    intercept_ : float
+        Always 0.0 (the model has no intercept term).
     lambda_ : float
         The ridge parameter used (NaN where the algorithm has none).
     releases_ : list of dpreg.mechanisms.Release
-        What the fit released, with its noise scales (the privacy ledger).
+        What the fit released, with sensitivities and noise scales (the
+        privacy ledger of this fit; empty for a non-private algorithm).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Defined when ``X`` had string column names.
+
+    References
+    ----------
+    Wang, Y.-X. (2018). Revisiting differentially private linear regression:
+    optimal and adaptive prediction & estimation in unbounded domain. UAI.
+    Kalaja, E. (2020). Adaptive algorithm in differential privacy:
+    comparative analysis of pre-processing methods. MSc thesis, University
+    of Helsinki.
 
     Examples
     --------
@@ -62,66 +233,121 @@ class PrivateLinearRegression:
         epsilon: float = 1.0,
         delta: float = 1e-6,
         bounds: tuple[float, float] = (1.0, 1.0),
+        clip: bool = False,
         rho: float = 0.05,
         xtx_offset: float = 1.0,
+        params: Mapping[str, Any] | None = None,
         random_state: Any = None,
     ) -> None:
         self.algorithm = algorithm
         self.epsilon = epsilon
         self.delta = delta
         self.bounds = bounds
+        self.clip = clip
         self.rho = rho
         self.xtx_offset = xtx_offset
+        self.params = params
         self.random_state = random_state
 
-    _PARAMS = ("algorithm", "epsilon", "delta", "bounds", "rho", "xtx_offset", "random_state")
+    def _checked_bounds(self) -> tuple[float, float]:
+        if not isinstance(self.bounds, tuple | list) or len(self.bounds) != 2:
+            raise DPRegError(f"bounds must be a pair (B_X, B_Y), got {self.bounds!r}")
+        return (
+            check_bound(self.bounds[0], "bounds[0] (B_X)"),
+            check_bound(self.bounds[1], "bounds[1] (B_Y)"),
+        )
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self._PARAMS}
+    def fit(self, X: Any, y: Any) -> PrivateLinearRegression:
+        """Fit on rows that respect ``bounds``; raises before any release otherwise.
 
-    def set_params(self, **params: Any) -> PrivateLinearRegression:
-        for key, value in params.items():
-            if key not in self._PARAMS:
-                raise DPRegError(f"unknown parameter {key!r}; known: {', '.join(self._PARAMS)}")
-            setattr(self, key, value)
-        return self
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            At least one row; finite values.
+        y : array-like of shape (n_samples,)
 
-    def fit(self, X: np.ndarray, y: np.ndarray) -> PrivateLinearRegression:
-        """Fit on rows that respect ``bounds``; raises before any release otherwise."""
+        Returns
+        -------
+        self
+        """
         alg = get_algorithm(self.algorithm)
         eps = check_epsilon(self.epsilon)
         dlt = check_delta(self.delta)
-        if not isinstance(self.bounds, tuple | list) or len(self.bounds) != 2:
-            raise DPRegError(f"bounds must be a pair (B_X, B_Y), got {self.bounds!r}")
-        bx = check_bound(self.bounds[0], "bounds[0] (B_X)")
-        by = check_bound(self.bounds[1], "bounds[1] (B_Y)")
-        stats = SuffStats.from_arrays(np.asarray(X), np.asarray(y), bound_x=bx, bound_y=by)
-        rng = np.random.default_rng(self.random_state)
+        bx, by = self._checked_bounds()
+        if isinstance(self.rho, bool) or not isinstance(self.rho, int | float | np.number):
+            raise DPRegError(f"rho must be a number in (0, 1), got {self.rho!r}")
+        if not 0.0 < float(self.rho) < 1.0:
+            raise DPRegError(f"rho must be a number in (0, 1), got {self.rho!r}")
+        offset = self.xtx_offset
+        if isinstance(offset, bool) or not isinstance(offset, int | float | np.number):
+            raise DPRegError(f"xtx_offset must be a finite number >= 0, got {offset!r}")
+        if not (math.isfinite(float(offset)) and float(offset) >= 0.0):
+            raise DPRegError(f"xtx_offset must be a finite number >= 0, got {offset!r}")
+        if not isinstance(self.clip, bool | np.bool_):
+            raise DPRegError(f"clip must be True or False, got {self.clip!r}")
+        params = dict(self.params or {})
+        alg.resolve_params(params)  # unknown hyperparameters stop here, before any release
+        try:
+            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        except ValueError as err:
+            raise _as_dpreg_error(err) from None
+        if self.clip:
+            X = clip_rows(X, bx)
+            y = np.clip(y, -by, by)
+        stats = SuffStats.from_arrays(X, y, bound_x=bx, bound_y=by)
+        # the releases first: a calibration that fails (e.g. epsilon too small)
+        # stops before any noise is drawn
+        releases = alg.releases(
+            epsilon=eps,
+            delta=dlt,
+            d=stats.d,
+            bound_x=bx,
+            bound_y=by,
+            rho=float(self.rho),
+            n=stats.n,
+            params=params,
+        )
+        if not alg.private:
+            warnings.warn(
+                f"algorithm {self.algorithm!r} is not private: it adds no noise, so the "
+                "model reveals its training data; epsilon and delta are ignored",
+                NonPrivateWarning,
+                stacklevel=2,
+            )
         res = alg.fit(
-            stats, epsilon=eps, delta=dlt, rng=rng, size=1, rho=self.rho, xtx_offset=self.xtx_offset
+            stats,
+            epsilon=eps,
+            delta=dlt,
+            rng=as_generator(self.random_state, "random_state"),
+            size=1,
+            rho=float(self.rho),
+            xtx_offset=float(offset),
+            params=params,
+            rows=(X, y) if alg.needs_rows else None,
         )
         if res.failed[0]:
             raise DPRegError(
-                f"{self.algorithm}: the noisy system was singular; refit with another random_state"
+                f"{self.algorithm}: the fit returned no estimate (a singular or non-finite "
+                "noisy system, or a failed safety test); refit with another random_state, "
+                "a larger epsilon or more rows"
             )
-        self.coef_ = res.theta[0]
+        self.coef_ = np.asarray(res.theta[0], dtype=np.float64)
+        self.intercept_ = 0.0
         self.lambda_ = float(res.lam[0])
-        self.releases_ = alg.releases(
-            epsilon=eps, delta=dlt, d=stats.d, bound_x=bx, bound_y=by, rho=self.rho
-        )
-        self.n_features_in_ = stats.d
+        self.releases_ = releases
         return self
 
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        if not hasattr(self, "coef_"):
-            raise DPRegError("this PrivateLinearRegression is not fitted yet; call fit first")
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
-            raise DPRegError(f"X must have shape (m, {self.n_features_in_}), got {X.shape}")
-        return X @ self.coef_
+    def predict(self, X: Any) -> np.ndarray:
+        """``X @ coef_``; ``X`` must be finite with ``n_features_in_`` columns."""
+        check_is_fitted(self)
+        try:
+            X = validate_data(self, X, dtype=np.float64, reset=False)
+        except ValueError as err:
+            raise _as_dpreg_error(err) from None
+        return np.asarray(X @ self.coef_)
 
-    def score(self, X: np.ndarray, y: np.ndarray) -> float:
-        """R^2 of the predictions."""
-        y = np.asarray(y, dtype=float)
-        resid = y - self.predict(X)
-        return float(1.0 - resid @ resid / ((y - y.mean()) @ (y - y.mean())))
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        # noise is the point: on small or noisy data the fit may be poor
+        tags.regressor_tags.poor_score = True
+        return tags

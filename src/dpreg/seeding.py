@@ -17,6 +17,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from dpreg._validation import DPRegError
+
 __all__ = ["as_generator", "seed_sequence", "stable_id"]
 
 
@@ -41,10 +43,38 @@ def seed_sequence(root_seed: int, *keys: object) -> np.random.SeedSequence:
     return np.random.SeedSequence([int(root_seed), *(stable_id(k) for k in keys)])
 
 
-def as_generator(rng: object) -> np.random.Generator:
-    """Normalise ``rng`` once with :func:`numpy.random.default_rng`.
+def as_generator(rng: object, name: str = "rng") -> np.random.Generator:
+    """Normalise ``rng`` once with :func:`numpy.random.default_rng` (SPEC 7).
 
-    Accepts ``None`` (fresh OS entropy), an int seed, a ``SeedSequence``,
-    a ``BitGenerator`` or a ``Generator`` (returned unchanged).
+    Every public function that takes ``rng`` (or an estimator's
+    ``random_state``) calls this once at its boundary and passes the
+    resulting :class:`numpy.random.Generator` on.
+
+    Parameters
+    ----------
+    rng : None, int, numpy.random.SeedSequence, BitGenerator or Generator
+        ``None`` draws fresh OS entropy (not reproducible); an int ``>= 0`` or
+        a ``SeedSequence`` seeds a new ``Generator``; a ``BitGenerator`` is
+        wrapped; a ``Generator`` is returned unchanged (so the caller's stream
+        advances).
+    name : str
+        The parameter name used in the error message.
+
+    Raises
+    ------
+    DPRegError
+        For any other type (floats, bools, strings, legacy ``RandomState``)
+        or a negative seed.
     """
-    return np.random.default_rng(rng)  # type: ignore[arg-type]
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or isinstance(rng, np.random.SeedSequence | np.random.BitGenerator):
+        return np.random.default_rng(rng)
+    if isinstance(rng, int | np.integer) and not isinstance(rng, bool):
+        if int(rng) < 0:
+            raise DPRegError(f"{name} must be a seed >= 0, got {rng!r}")
+        return np.random.default_rng(int(rng))
+    raise DPRegError(
+        f"{name} must be None, an int seed >= 0, a numpy SeedSequence, BitGenerator or "
+        f"Generator, got {type(rng).__name__} {rng!r}"
+    )

@@ -1,0 +1,63 @@
+"""The ``dpreg`` command: one entry point with subcommands.
+
+``dpreg audit [options]`` runs the empirical privacy audit; its options are
+those of ``dpreg-audit`` and ``python -m dpreg.audit``, which keep working
+(all three call :func:`dpreg.audit.main`).  ``dpreg --version`` prints the
+package version.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from importlib import import_module
+
+__all__ = ["COMMANDS", "main"]
+
+#: subcommand -> (module whose ``main(argv)`` runs it, one-line summary)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "audit": ("dpreg.audit", "empirical privacy audit of every private algorithm"),
+}
+
+
+def _usage() -> str:
+    width = max(len(name) for name in COMMANDS)
+    lines = [
+        "usage: dpreg [-h] [--version] <command> [options]",
+        "",
+        "commands:",
+        *(f"  {name:<{width}}  {summary}" for name, (_, summary) in COMMANDS.items()),
+        "",
+        "`dpreg <command> --help` lists the options of a command.",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``dpreg <command> [options]``; returns the command's exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name (default: ``sys.argv[1:]``).
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(_usage())
+        return 0 if args else 2
+    if args[0] == "--version":
+        from dpreg import __version__
+
+        print(f"dpreg {__version__}")
+        return 0
+    command, rest = args[0], args[1:]
+    if command not in COMMANDS:
+        known = ", ".join(sorted(COMMANDS))
+        print(f"dpreg: unknown command {command!r}; known commands: {known}", file=sys.stderr)
+        return 2
+    run: Callable[[list[str]], int | None] = import_module(COMMANDS[command][0]).main
+    return int(run(rest) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through the console script
+    sys.exit(main())
