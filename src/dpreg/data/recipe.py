@@ -292,26 +292,33 @@ def _refuse_constant_target(name: str, y: pd.Series) -> None:
         )
 
 
-def _refuse_overflow(name: str, X: pd.DataFrame, y: pd.Series) -> None:
-    """Refuse columns whose float64 sum, sum of squares or centred sum of squares is not finite."""
-    both = np.column_stack([X.to_numpy(np.float64), y.to_numpy(np.float64)])
+def _finite_statistics(values: np.ndarray) -> bool:
+    """Whether the float64 sum, sum of squares and centred sum of squares are finite."""
     with np.errstate(over="ignore", invalid="ignore"):
-        sums = both.sum(axis=0)
-        squares = np.square(both).sum(axis=0)
-        centred = np.square(both - sums / both.shape[0]).sum(axis=0)
-    ok = np.isfinite(sums) & np.isfinite(squares) & np.isfinite(centred)
-    if ok.all():
-        return
-    names = [*X.columns, y.name]
-    bad = [
-        f"{names[j]} (largest |value| {np.abs(both[:, j]).max():.3g})" for j in np.flatnonzero(~ok)
-    ]
-    raise fail(
-        name,
-        f"column(s) {', '.join(bad)} are too large for float64: their sums or sums of squares "
-        "overflow, so no statistic of them is finite; rescale them in the source (e.g. another "
-        "unit) or drop them",
-    )
+        total = values.sum()
+        squares = np.dot(values, values)
+        centred = values - total / values.size
+        return bool(np.isfinite([total, squares, np.dot(centred, centred)]).all())
+
+
+def _refuse_overflow(name: str, X: pd.DataFrame, y: pd.Series) -> None:
+    """Refuse columns whose float64 sum, sum of squares or centred sum of squares is not finite.
+
+    One column at a time, so the check needs memory for one column only.
+    """
+    columns = [*((c, X[c]) for c in X.columns), (y.name, y)]
+    bad = []
+    for col, series in columns:
+        values = series.to_numpy(np.float64)
+        if not _finite_statistics(values):
+            bad.append(f"{col} (largest |value| {np.abs(values).max():.3g})")
+    if bad:
+        raise fail(
+            name,
+            f"column(s) {', '.join(bad)} are too large for float64: their sums or sums of "
+            "squares overflow, so no statistic of them is finite; rescale them in the source "
+            "(e.g. another unit) or drop them",
+        )
 
 
 def _constant_features(name: str, X: pd.DataFrame) -> list[str]:
