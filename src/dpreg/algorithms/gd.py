@@ -170,7 +170,7 @@ ENTRIES = [
         hyperparameters=_HYPER,
         tuned_nonprivately=("eta",),
         neighbouring="replace-one",
-        style=Style("magenta", "--", "x"),
+        style=Style("orchid", "--", "x"),
         reference="HessianMix baseline: σ² = 2Tγ²/(ρ_z n²) on the mean gradient (replace-one)",
     ),
 ]

@@ -175,8 +175,18 @@ def _releases_sheffet(ctx: ReleaseContext, *, lev: bool) -> list[Release]:
         calibration="sheffet-lev" if lev else "laplace",
         valid=sens / b <= eps / 4.0 * (1 + 1e-12),
     )
-    sk = mech.external_release(
-        "sketch", epsilon=3.0 * eps / 4.0, delta=delta, calibration="sheffet-lev" if lev else "sheffet"
+    _, w2 = sheffet_sizes(ctx.d, eps, delta, b2)
+    # the sketch: its cost is Sheffet's claimed share (mechanism "sheffet-jl",
+    # sensitivity = squared row-norm bound, scale = the appended noise level w)
+    sk = Release(
+        "sketch",
+        "sheffet-jl",
+        b2,
+        math.sqrt(w2),
+        3.0 * eps / 4.0,
+        delta,
+        "sheffet-lev" if lev else "sheffet",
+        not lev,
     )
     return [test, sk]
 
@@ -327,11 +337,18 @@ def _releases_ihm(ctx: ReleaseContext) -> list[Release]:
             # Gaussian profile decides whether sigma_l meets (eps_lam, delta')
             valid=mech.gdp_delta(eps_lam, bx2 / sigma_l) <= dp * (1 + 1e-9),
         ),
-        mech.external_release(
+        # the T sketches: cost from the Renyi bound (mechanism "renyi-mixing",
+        # sensitivity = the rank-one change bound B_X^2, scale = sqrt(gamma), the
+        # largest noise level s); RDP->DP at delta' plus delta' for lam~ > lambda_min
+        Release(
             "hessian_sketches",
-            epsilon=eps / 2.0 - eps_lam,
-            delta=2.0 * dp,
-            calibration="renyi-mixing",
+            "renyi-mixing",
+            bx2,
+            math.sqrt(bx2 * gamma1),
+            eps / 2.0 - eps_lam,
+            2.0 * dp,
+            "renyi-mixing",
+            True,
         ),
     ]
     sens_g = ctx.bound_x * ctx.bound_y
@@ -412,7 +429,7 @@ ENTRIES = [
         calibration="sheffet",
         release_fn=_SHEFFET[0],
         fit_fn=_SHEFFET[1],
-        style=Style("teal", "-", "^"),
+        style=Style("olivedrab", "-", "^"),
         reference="Sheffet (2017) Alg. 1 as in Lev et al. (2025), B² = B_X² + B_Y²",
     ),
     Algorithm(
@@ -423,7 +440,7 @@ ENTRIES = [
         release_fn=_SHEFFET_LEV[0],
         fit_fn=_SHEFFET_LEV[1],
         reproduction=True,
-        style=Style("teal", "--", "^"),
+        style=Style("yellowgreen", "--", "^"),
         reference="omrilev1/GaussMix: Sheffet's sketch with B² = 1 on unit-bounded rows",
     ),
     Algorithm(
@@ -435,7 +452,7 @@ ENTRIES = [
         fit_fn=_fit_ihm,
         needs_rows=True,
         hyperparameters={"T": 3},
-        style=Style("navy", "-", "D"),
+        style=Style("crimson", "-", "D"),
         reference="Lev et al. (2026) IHM, T = 3, k = 6 max(d, ln(4T/ρ)), ρ = δ/10 (HessianMix)",
     ),
 ]

@@ -73,8 +73,8 @@ Two entries
     lengths.  Where the code takes the logarithm of a non-positive length
     (deepest levels) the weight is taken as zero here, and reversed
     intervals are sampled as the code's legacy ``uniform(low, high)`` does.
-    A failed test returns ``theta = 0`` in the code; here the trial is also
-    marked failed.
+    A failed test returns ``theta = 0`` in the code (the trivial predictor);
+    here, as for ``tukey-em``, the trial is marked failed (NaN coefficients).
 
 References
 ----------
@@ -385,8 +385,10 @@ def _releases(ctx: ReleaseContext, *, code: bool) -> list[Release]:
         calibration="tukey-code" if code else "laplace",
         valid=(1.0 / b) <= eps2 * (1 + 1e-12),
     )
-    em = mech.external_release(
-        "tukey_depth_em", epsilon=eps2, delta=ctx.delta, calibration="restricted-em-ptr"
+    # the exponential mechanism on depth (sensitivity 1, weights e^{eps2 q}: scale 1/eps2);
+    # its cost after a passed test is the claimed (eps2, delta) of Brown et al.'s Theorem
+    em = Release(
+        "tukey_depth_em", "exponential", 1.0, 1.0 / eps2, eps2, ctx.delta, "restricted-em-ptr", True
     )
     return [ptr, em]
 
@@ -430,7 +432,7 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, code: bool) 
     q = qs[np.argmax(score, axis=1)]
     theta = sample_depth_region(P, q + 1 if code else q, gumbel=gum_j, u=u, code=code)
     failed = ~passed | ~np.all(np.isfinite(theta), axis=1)
-    theta = np.where(failed[:, None], 0.0 if code else np.nan, theta)
+    theta = np.where(failed[:, None], np.nan, theta)
     released = {"ptr_distance": noisy, "tukey_depth_em": theta} if opts.capture else None
     return FitResult(theta, np.full(R, np.nan), failed, released)
 
@@ -476,7 +478,7 @@ ENTRIES = [
         reproduction=True,
         hyperparameters={"m": "auto"},
         neighbouring="replace-one",
-        style=Style("darkgoldenrod", "--", "s"),
+        style=Style("goldenrod", "--", "s"),
         reference="google-research dp_regression/tukey.py: Lap(scale=ε/2) test, depth off by one",
     ),
 ]
