@@ -44,8 +44,10 @@ from dpreg.stats import SuffStats
 
 __all__ = ["ENTRIES", "sgd_schedule"]
 
-#: Steps whose indices and noise are drawn in one call.
+#: Steps whose indices and noise are drawn in one call (fewer when a chunk's
+#: gathered rows would exceed ``_CHUNK_ELEMENTS`` numbers).
 _CHUNK = 256
+_CHUNK_ELEMENTS = 4_000_000
 
 
 def sgd_schedule(eps: float, delta: float, n: int) -> tuple[int, float]:
@@ -95,7 +97,7 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResult:
     for phase in (1, 2):
         done = 0
         while done < T:
-            k = min(_CHUNK, T - done)
+            k = min(_CHUNK, T - done, max(1, _CHUNK_ELEMENTS // (R * sz * d)))
             idx = np.stack([g.integers(0, n, size=(k, sz)) for g in chains], axis=1)
             xi = np.stack([g.standard_normal((k, d)) for g in chains], axis=1)
             for j in range(k):
