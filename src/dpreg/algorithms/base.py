@@ -49,8 +49,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from dpreg import mechanisms as mech
-from dpreg._validation import DPRegError, check_delta, check_epsilon
-from dpreg.mechanisms import Release
+from dpreg._validation import DPRegError, check_delta, check_epsilon, check_noise_scale
+from dpreg.mechanisms import Release, gaussian_release
+from dpreg.seeding import as_generator
 from dpreg.stats import SuffStats
 
 __all__ = [
@@ -151,22 +152,6 @@ class Style:
     marker: str = ""
 
 
-def gaussian_release(
-    name: str,
-    *,
-    sensitivity: float,
-    sigma: float,
-    epsilon: float,
-    delta: float,
-    calibration: str,
-    valid: bool,
-) -> Release:
-    """A Gaussian :class:`~dpreg.mechanisms.Release` (keyword-only constructor)."""
-    return Release(
-        name, "gaussian", float(sensitivity), float(sigma), epsilon, delta, calibration, valid
-    )
-
-
 def solve_batched(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Solve ``A[r] theta[r] = b[r]`` for all ``r`` in one call.
 
@@ -232,6 +217,7 @@ def draw_noise(
     Returns one array per release (``(size,)``, ``(size, d)`` or
     ``(size, d, d)``), each multiplied by its release's ``scale``.
     """
+    rng = as_generator(rng)
     if len(kinds) != len(releases):
         raise DPRegError(f"noise layout {tuple(kinds)} does not match {len(releases)} releases")
     widths = [mech.noise_width(k, d) for k in kinds]
@@ -377,7 +363,11 @@ class Algorithm:
             None if n is None else int(n),
             _freeze(self.resolve_params(params)),
         )
-        return list(_cached_releases(self.release_fn, ctx))
+        out = list(_cached_releases(self.release_fn, ctx))
+        for r in out:
+            if r.mechanism in ("gaussian", "laplace"):
+                check_noise_scale(r.scale, epsilon=r.epsilon, name=f"{self.name} {r.name} scale")
+        return out
 
     def outside_validity(self, **kw: Any) -> bool:
         """Whether any release of the run misses its nominal budget (``Release.valid``).
@@ -410,8 +400,9 @@ class Algorithm:
             ``stats.bound_x`` and ``stats.bound_y`` when they were built.
         epsilon, delta : float
             Total privacy budget of one run (``epsilon > 0``, ``0 < delta < 1``).
-        rng : numpy.random.Generator
-            Source of all noise (keyword-only; never global state).
+        rng : None, int, SeedSequence or Generator
+            Source of all noise (keyword-only; normalised once with
+            :func:`dpreg.seeding.as_generator`; never global state).
         size : int
             Number of noise repeats drawn and solved in one batch.
         rho : float
@@ -483,8 +474,7 @@ class Algorithm:
             )
         parts = []
         for eps, rng in zip(epsilons, rngs, strict=True):
-            if rng is None:
-                raise DPRegError(f"{self.name} is private and needs an rng for epsilon={eps}")
+            rng = as_generator(rng)  # SPEC 7: None/int/SeedSequence/Generator, normalised once
             rel = self.releases(
                 epsilon=eps,
                 delta=delta,

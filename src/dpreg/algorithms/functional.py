@@ -51,9 +51,8 @@ def functional_sensitivity(d: int, bound_x: float, bound_y: float) -> float:
 def _releases(ctx: ReleaseContext) -> list[Release]:
     sens = functional_sensitivity(ctx.d, ctx.bound_x, ctx.bound_y)
     return [
-        Release(
-            "objective_coefficients", "laplace", sens, sens / ctx.epsilon, ctx.epsilon, 0.0,
-            "laplace", True,
+        mech.laplace_release(
+            "objective_coefficients", sensitivity=sens, b=sens / ctx.epsilon, epsilon=ctx.epsilon
         )
     ]
 
