@@ -507,3 +507,10 @@ def test_scales_follow_the_bounds(name):
         ra.sensitivity != rb.sensitivity or ra.scale != rb.scale
         for ra, rb in zip(a, b, strict=True)
     )
+
+
+@pytest.mark.parametrize("name", [n for n in NEW if n != "noisysgd"])  # it ignores the bounds
+def test_overflowing_calibration_says_epsilon_is_too_small(name):
+    alg = get_algorithm(name)
+    with pytest.raises(DPRegError, match="too small to calibrate"):
+        alg.releases(epsilon=1e-290, delta=DELTA, d=3, n=1000, bound_x=1e10)

@@ -19,13 +19,16 @@ at github.com/yuxiangw/optimal_dp_linear_regression (``exp_uci.m``).
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 
+from dpreg._validation import DPRegError, check_noise_scale, epsilon_too_small
 from dpreg.mechanisms import Release
 
-__all__ = ["C1", "CLAIMED_MECHANISMS", "claimed_release", "quadratic_root"]
+__all__ = ["C1", "CLAIMED_MECHANISMS", "calibration_guard", "claimed_release", "quadratic_root"]
 
 #: Mechanism names of releases whose cost is the claimed (epsilon, delta).
 CLAIMED_MECHANISMS = ("objpert", "ops", "noisysgd")
@@ -49,6 +52,11 @@ def claimed_release(
     """
     if mechanism not in CLAIMED_MECHANISMS:
         raise ValueError(f"mechanism {mechanism!r} is not one of {CLAIMED_MECHANISMS}")
+    if not (math.isfinite(scale) and math.isfinite(sensitivity)):
+        # inside a release function a non-finite value comes from overflowing arithmetic
+        raise epsilon_too_small(float(epsilon))
+    scale = check_noise_scale(scale, epsilon=epsilon, name=f"{name} noise scale")
+    sensitivity = check_noise_scale(sensitivity, epsilon=epsilon, name=f"{name} sensitivity")
     return Release(
         str(name),
         mechanism,
@@ -59,6 +67,29 @@ def claimed_release(
         calibration,
         bool(valid),
     )
+
+
+def calibration_guard(fn: Callable) -> Callable:
+    """Turn an overflow inside a release function into the one "epsilon too small" error.
+
+    With huge bounds or an epsilon near the smallest double, Wang's closed
+    forms divide by an underflowed ``eps**2`` or overflow; the caller then
+    gets :func:`dpreg._validation.epsilon_too_small` instead of a traceback.
+    """
+
+    @functools.wraps(fn)
+    def guarded(ctx):
+        try:
+            with np.errstate(over="raise", divide="raise", invalid="raise"):
+                return fn(ctx)
+        except (ZeroDivisionError, OverflowError, FloatingPointError) as exc:
+            raise epsilon_too_small(ctx.epsilon) from exc
+        except ValueError as exc:
+            if isinstance(exc, DPRegError):
+                raise
+            raise epsilon_too_small(ctx.epsilon) from exc
+
+    return guarded
 
 
 def C1(eps_bar: float, delta: float, d: int, rho: float = 0.05) -> float:

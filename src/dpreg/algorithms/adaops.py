@@ -61,7 +61,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from dpreg import mechanisms as mech
-from dpreg.algorithms._wang import C1, claimed_release, quadratic_root
+from dpreg.algorithms._wang import C1, calibration_guard, claimed_release, quadratic_root
 from dpreg.algorithms.base import Algorithm, FitOptions, FitResult, ReleaseContext, Style
 from dpreg.algorithms.ssp import wang_valid
 from dpreg.mechanisms import Release
@@ -279,6 +279,7 @@ def _fit(
 
 
 def _fn(posterior: bool, cap: bool) -> tuple[Callable, Callable]:
+    @calibration_guard
     def releases(ctx: ReleaseContext) -> list[Release]:
         return _releases(ctx, cap=cap)
 

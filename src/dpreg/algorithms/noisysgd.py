@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 
-from dpreg.algorithms._wang import claimed_release
+from dpreg.algorithms._wang import calibration_guard, claimed_release
 from dpreg.algorithms.base import Algorithm, FitOptions, FitResult, ReleaseContext, Style
 from dpreg.mechanisms import Release
 from dpreg.stats import SuffStats
@@ -62,6 +62,7 @@ def sgd_schedule(eps: float, delta: float, n: int) -> tuple[int, float]:
     return int(sz), float(base)
 
 
+@calibration_guard
 def _releases(ctx: ReleaseContext) -> list[Release]:
     """One claimed release; sensitivity and scale are the first step's (``theta = 0``).
 

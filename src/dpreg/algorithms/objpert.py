@@ -47,7 +47,7 @@ import math
 import numpy as np
 
 from dpreg import mechanisms as mech
-from dpreg.algorithms._wang import claimed_release
+from dpreg.algorithms._wang import calibration_guard, claimed_release
 from dpreg.algorithms.base import Algorithm, FitOptions, FitResult, ReleaseContext, Style
 from dpreg.mechanisms import Release
 from dpreg.stats import SuffStats
@@ -184,11 +184,13 @@ def _releases(ctx: ReleaseContext, *, kst: bool) -> list[Release]:
     ]
 
 
+@calibration_guard
 def _releases_wang(ctx: ReleaseContext) -> list[Release]:
     """Wang's ``ObjPert.m`` constants (spec W1-W2)."""
     return _releases(ctx, kst=False)
 
 
+@calibration_guard
 def _releases_kst(ctx: ReleaseContext) -> list[Release]:
     """KST Algorithm 1 with the noise halved for add/remove neighbours."""
     return _releases(ctx, kst=True)

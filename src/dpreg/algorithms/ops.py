@@ -56,7 +56,7 @@ import numpy as np
 from scipy.linalg import cho_solve, solve_triangular
 
 from dpreg import mechanisms as mech
-from dpreg.algorithms._wang import C1, claimed_release, quadratic_root
+from dpreg.algorithms._wang import C1, calibration_guard, claimed_release, quadratic_root
 from dpreg.algorithms.base import Algorithm, FitOptions, FitResult, ReleaseContext, Style
 from dpreg.mechanisms import Release
 from dpreg.stats import SuffStats
@@ -211,6 +211,7 @@ def _fit(
 
 
 def _entry_fns(rule: str, posterior: bool) -> tuple[Callable, Callable]:
+    @calibration_guard
     def releases(ctx: ReleaseContext) -> list[Release]:
         return _releases(ctx, rule=rule, posterior=posterior)
 
