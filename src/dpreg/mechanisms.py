@@ -50,6 +50,7 @@ from dpreg._validation import (
     check_choice,
     check_delta,
     check_epsilon,
+    check_noise_scale,
     check_positive_int,
 )
 
@@ -75,6 +76,7 @@ __all__ = [
     "laplace_noise",
     "laplace_release",
     "normal_block_noise",
+    "stated_release",
     "objective_laplace_noise",
     "symmetric_noise",
     "vector_noise",
@@ -303,7 +305,7 @@ def gaussian_release(
     differential privacy, Corollary 2.13.
     """
     sens = check_bound(sensitivity, "sensitivity")
-    scale = check_bound(sigma, "sigma")
+    scale = check_noise_scale(sigma, epsilon=epsilon, name="sigma")
     return Release(
         str(name), "gaussian", sens, scale, float(epsilon), float(delta), calibration, bool(valid)
     )
@@ -324,7 +326,7 @@ def laplace_release(
     nominal budget ``b`` was calibrated for (``b = D / epsilon``).
     """
     sens = check_bound(sensitivity, "sensitivity")
-    scale = check_bound(b, "b")
+    scale = check_noise_scale(b, epsilon=epsilon, name="b")
     return Release(str(name), "laplace", sens, scale, float(epsilon), 0.0, calibration, bool(valid))
 
 
@@ -339,6 +341,40 @@ def external_release(
     """
     return Release(
         str(name), "external", math.nan, math.nan, float(epsilon), float(delta), calibration, True
+    )
+
+
+def stated_release(
+    name: str,
+    *,
+    mechanism: str,
+    epsilon: float,
+    delta: float,
+    calibration: str,
+    sensitivity: float = math.nan,
+    scale: float = math.nan,
+    valid: bool = True,
+) -> Release:
+    """A release whose guarantee is stated by its own theorem, not by a scale.
+
+    For mechanisms such as objective perturbation or noisy gradient descent
+    the ledger cannot compute the cost from one sensitivity and one scale;
+    :func:`compose` takes the stated ``(epsilon, delta)``.  ``sensitivity``
+    and ``scale`` are recorded when they mean something.
+    """
+    if mechanism in ("gaussian", "laplace", "none"):
+        raise DPRegError(
+            f"release {name!r}: use gaussian_release or laplace_release for a {mechanism} release"
+        )
+    return Release(
+        str(name),
+        str(mechanism),
+        float(sensitivity),
+        float(scale),
+        float(epsilon),
+        float(delta),
+        calibration,
+        bool(valid),
     )
 
 
@@ -362,7 +398,8 @@ def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool 
       ``mu = sqrt(sum (D_i / sigma_i)^2)`` (Dong, Roth & Su 2019,
       Corollary 3.3), whose exact epsilon at ``delta`` and exact delta at the
       basic epsilon are returned; Laplace releases cost ``sum D_i / b_i`` at
-      delta 0; external releases their stated budget.  When kinds are mixed
+      delta 0; any other release (``external``, or a mechanism whose
+      guarantee is its own theorem) costs its stated budget.  When kinds are mixed
       the exact epsilon is the GDP epsilon of the Gaussian part at
       ``delta`` plus the pure epsilons of the rest (exact per kind, basic
       across kinds; ``exact_delta`` is then None).
@@ -387,7 +424,9 @@ def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool 
         return out
     gauss = [r for r in private if r.mechanism == "gaussian"]
     pure = float(sum(laplace_epsilon(r) for r in private if r.mechanism == "laplace"))
-    external = [r for r in private if r.mechanism == "external"]
+    # releases whose cost is argued by their own theorem (external libraries, objective
+    # perturbation, posterior sampling, ...): their stated budget, taken at face value
+    external = [r for r in private if r.mechanism not in ("gaussian", "laplace")]
     pure += float(sum(r.epsilon for r in external))
     ext_delta = float(sum(r.delta for r in external))
     if gauss:
