@@ -1,0 +1,274 @@
+"""What a newcomer expects of the package: licence, citation, one version,
+dependencies that agree everywhere, commands and snippets that run as written."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+
+import dpreg
+from dpreg import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+PROJECT = PYPROJECT["project"]
+README = (ROOT / "README.md").read_text()
+
+#: conda-forge names of PyPI packages, where they differ
+CONDA_NAMES = {"matplotlib-base": "matplotlib"}
+
+
+def _reqs(lines: list[str]) -> dict[str, SpecifierSet]:
+    out = {}
+    for line in lines:
+        req = Requirement(line)
+        out[req.name.lower()] = req.specifier
+    return out
+
+
+def _extra(name: str) -> dict[str, SpecifierSet]:
+    return _reqs([r for r in PROJECT["optional-dependencies"][name] if not r.startswith("dpreg")])
+
+
+BASE = _reqs(PROJECT["dependencies"])
+WORKFLOW = _extra("workflow")
+PEERS = _extra("peers")
+
+
+def _env_specs(path: Path) -> tuple[dict[str, SpecifierSet], list[str]]:
+    """Package -> specifier of a conda environment file (conda and pip parts),
+    and the pip lines that install this repository (``-e ...``)."""
+    env = yaml.safe_load(path.read_text())
+    specs: dict[str, SpecifierSet] = {}
+    local: list[str] = []
+    entries: list[str] = []
+    for dep in env["dependencies"]:
+        if isinstance(dep, dict):
+            for line in dep["pip"]:
+                (local if line.startswith("-e ") else entries).append(line)
+        else:
+            entries.append(dep)
+    for entry in entries:
+        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)\s*(.*)", entry.strip())
+        assert m, entry
+        name, spec = m.group(1).lower(), m.group(2).replace(" ", "")
+        if name in ("python", "pip"):
+            continue
+        specs[CONDA_NAMES.get(name, name)] = SpecifierSet(spec)
+    return specs, local
+
+
+# --------------------------------------------------------------------------
+# licence, citation, version
+# --------------------------------------------------------------------------
+def test_license_file_matches_pyproject():
+    text = (ROOT / "LICENSE").read_text()
+    assert PROJECT["license"] == {"text": "MIT"}
+    assert text.startswith("MIT License")
+    assert "Copyright (c) 2026 The dpreg authors" in text
+
+
+def test_citation_cites_the_project_and_its_two_sources():
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0"
+    assert cff["type"] == "software" and cff["license"] == "MIT"
+    assert cff["authors"] == [{"name": "The dpreg authors"}]
+    assert "version" not in cff  # the version lives in dpreg/__init__.py only
+    refs = {(r["type"], r["authors"][0]["family-names"], r["year"]) for r in cff["references"]}
+    assert refs == {("thesis", "Kalaja", 2020), ("conference-paper", "Wang", 2018)}
+    wang = next(r for r in cff["references"] if r["type"] == "conference-paper")
+    assert "UAI 2018" in wang["collection-title"]
+
+
+def test_version_is_defined_once():
+    assert "version" not in PROJECT and "version" in PROJECT["dynamic"]
+    attr = PYPROJECT["tool"]["setuptools"]["dynamic"]["version"]["attr"]
+    assert attr == "dpreg.__version__"
+    assert importlib.metadata.version("dpreg") == dpreg.__version__
+    # no second copy of the number in the files a release would have to bump
+    for name in ("pyproject.toml", "CITATION.cff", "environment.yml", "workflow/envs/dpreg.yaml"):
+        assert dpreg.__version__ not in (ROOT / name).read_text(), name
+
+
+def test_package_ships_type_information():
+    assert (ROOT / "src" / "dpreg" / "py.typed").is_file()
+    assert "py.typed" in PYPROJECT["tool"]["setuptools"]["package-data"]["dpreg"]
+    assert PYPROJECT["tool"]["mypy"]["files"] == ["src/dpreg"]
+
+
+# --------------------------------------------------------------------------
+# dependencies: the library needs no Snakemake; env files agree with pyproject
+# --------------------------------------------------------------------------
+def test_snakemake_is_an_extra_not_a_dependency():
+    assert not [n for n in BASE if n.startswith("snakemake")]
+    assert {"snakemake", "snakemake-executor-plugin-slurm"} <= set(WORKFLOW)
+    test_extra = PROJECT["optional-dependencies"]["test"]
+    assert "dpreg[workflow]" in test_extra
+    assert {"pytest", "ruff", "mypy", "snakefmt"} <= set(_extra("test"))
+
+
+def test_every_module_imports_without_snakemake():
+    code = (
+        "import sys, pkgutil, importlib\n"
+        "sys.modules['snakemake'] = None  # any import of it fails\n"
+        "import dpreg\n"
+        "names = [m.name for m in pkgutil.walk_packages(dpreg.__path__, 'dpreg.')\n"
+        "         if not m.name.endswith('__main__')]  # those run a command\n"
+        "for name in names:\n"
+        "    importlib.import_module(name)\n"
+        "print(len(names))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) >= 20
+
+
+def test_rule_environment_agrees_with_pyproject():
+    specs, local = _env_specs(ROOT / "workflow" / "envs" / "dpreg.yaml")
+    # what the rules import: the package's dependencies and the peers
+    assert specs == {**BASE, **PEERS}
+    # the package itself, from a path that does not depend on --directory
+    assert local == ["-e ${DPREG_ROOT}"]
+
+
+def test_conda_environment_agrees_with_pyproject():
+    specs, local = _env_specs(ROOT / "environment.yml")
+    assert specs == {**BASE, **WORKFLOW, **PEERS}
+    assert local == ["-e ."]  # relative to environment.yml, i.e. the repository
+
+
+def test_environment_python_meets_requires_python():
+    for name in ("environment.yml", "workflow/envs/dpreg.yaml"):
+        deps = yaml.safe_load((ROOT / name).read_text())["dependencies"]
+        python = next(d for d in deps if isinstance(d, str) and d.startswith("python"))
+        version = python.split("=")[-1].strip()
+        assert version in SpecifierSet(PROJECT["requires-python"]), name
+
+
+# --------------------------------------------------------------------------
+# README, CI and config/README.md say what the code does
+# --------------------------------------------------------------------------
+def _quick_start_commands() -> list[str]:
+    section = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    return [b.strip() for b in re.findall(r"```bash\n(.*?)```", section, flags=re.S)]
+
+
+def test_readme_quick_start_has_exactly_two_commands():
+    run, test = _quick_start_commands()
+    assert run == 'pip install -e ".[workflow,peers]" && snakemake --cores 2'
+    assert test == 'pip install -e ".[test,peers]" && python -m pytest'
+
+
+def test_ci_runs_the_readme_test_command_then_the_linters():
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    commands = [line for line in ci if line and not line.startswith(("#", "set ", "cd "))]
+    test_command = _quick_start_commands()[1]
+    assert commands[0] == test_command
+    tools = [shlex.split(c)[0] for c in commands[1:]]
+    assert tools == ["ruff", "ruff", "snakefmt", "snakemake", "mypy"]
+    assert "--check" in commands[3] and "--lint" in commands[4]
+
+
+def test_readme_python_snippet_runs_as_written(tmp_path):
+    blocks = re.findall(r"```python\n(.*?)```", README, flags=re.S)
+    assert blocks
+    for i, code in enumerate(blocks):
+        script = tmp_path / f"snippet{i}.py"
+        script.write_text(code)
+        out = subprocess.run(
+            [sys.executable, "-W", "error", str(script)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert out.returncode == 0, f"README python block {i}:\n{code}\n{out.stderr}"
+
+
+_NUMBERS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve".split()
+    )
+}
+
+
+def test_config_readme_counts_match_the_config():
+    text = (ROOT / "config" / "README.md").read_text()
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    found = re.findall(
+        r"\b(\w+) default (datasets|experiments|variants)\b", text, flags=re.IGNORECASE
+    )
+    assert found  # the README does state counts
+    for word, key in found:
+        count = _NUMBERS.get(word.lower(), int(word) if word.isdigit() else None)
+        if count is not None:
+            assert count == len(config[key]), f"config/README.md: '{word} default {key}'"
+    grid = re.search(r"\(Wang's (\w+) values\)", text)  # the epsilons row
+    assert grid and _NUMBERS[grid.group(1)] == len(config["epsilons"])
+
+
+def test_pytest_runs_strict():
+    ini = PYPROJECT["tool"]["pytest"]["ini_options"]
+    assert {"--strict-markers", "--strict-config"} <= set(ini["addopts"].split())
+    assert ini["xfail_strict"] is True
+    assert ini["filterwarnings"] == ["error"]
+
+
+# --------------------------------------------------------------------------
+# the console scripts
+# --------------------------------------------------------------------------
+def test_console_scripts_are_declared():
+    scripts = PROJECT["scripts"]
+    assert scripts["dpreg"] == "dpreg.cli:main"
+    assert scripts["dpreg-audit"] == "dpreg.audit:main"
+    installed = {
+        ep.name: ep.value for ep in importlib.metadata.entry_points(group="console_scripts")
+    }
+    assert installed.get("dpreg") == "dpreg.cli:main"
+
+
+def test_dpreg_audit_delegates_to_the_audit_main(monkeypatch):
+    import dpreg.audit
+
+    seen = []
+    monkeypatch.setattr(dpreg.audit, "main", lambda argv: seen.append(argv) or 3)
+    assert cli.main(["audit", "--quick", "--seed", "5"]) == 3
+    assert seen == [["--quick", "--seed", "5"]]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [sys.executable, "-m", "dpreg.cli", "audit", "--help"],
+        [sys.executable, "-m", "dpreg.audit", "--help"],
+    ],
+    ids=["dpreg audit", "python -m dpreg.audit"],
+)
+def test_audit_help_from_every_entry_point(command):
+    out = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "usage:" in out.stdout and "--seed" in out.stdout
+
+
+def test_cli_usage_version_and_unknown_command(capsys):
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"dpreg {dpreg.__version__}"
+    assert cli.main([]) == 2
+    assert "audit" in capsys.readouterr().out
+    assert cli.main(["--help"]) == 0
+    assert cli.main(["adit"]) == 2
+    assert "unknown command 'adit'; known commands: audit" in capsys.readouterr().err
