@@ -141,18 +141,11 @@ def test_judge_flags_each_failure_and_its_precedence():
 # --------------------------------------------------------------------------
 # declared-scale layer: the simulated releases are the fit's
 # --------------------------------------------------------------------------
-def _stats(d: int = 3, n: int = 3000) -> SuffStats:
-    rng = np.random.default_rng(3)
-    X = rng.standard_normal((n, d))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    y = np.clip(X @ np.array([0.5, -0.3, 0.2][:d]) + 0.1 * rng.standard_normal(n), -1, 1)
-    return SuffStats.from_arrays(X, y)
-
-
 @pytest.mark.parametrize("name", DECLARED)
-def test_simulated_releases_equal_the_captured_releases(name):
+def test_simulated_releases_equal_the_captured_releases(name, make_data):
     # same generator state -> the declared layer draws exactly the noise fit adds
-    stats, eps, R = _stats(), 1.0, 16
+    stats = SuffStats.from_arrays(*make_data(n=3000, d=3, seed=3, at_bound=True))
+    eps, R = 1.0, 16
     fit = ALGORITHMS[name].fit(
         stats, epsilon=eps, delta=DELTA, rng=np.random.default_rng(11), size=R, capture=True
     )
