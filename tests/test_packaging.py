@@ -111,6 +111,8 @@ def test_package_ships_type_information():
 # --------------------------------------------------------------------------
 def test_snakemake_is_an_extra_not_a_dependency():
     assert not [n for n in BASE if n.startswith("snakemake")]
+    # the estimator is part of the library: validate_data and __sklearn_tags__ need 1.6
+    assert BASE["scikit-learn"] == SpecifierSet(">=1.6,<1.8")
     assert {"snakemake", "snakemake-executor-plugin-slurm"} <= set(WORKFLOW)
     test_extra = PROJECT["optional-dependencies"]["test"]
     assert "dpreg[workflow]" in test_extra
