@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from dpreg import mechanisms as mech
@@ -514,3 +515,63 @@ def test_overflowing_calibration_says_epsilon_is_too_small(name):
     alg = get_algorithm(name)
     with pytest.raises(DPRegError, match="too small to calibrate"):
         alg.releases(epsilon=1e-290, delta=DELTA, d=3, n=1000, bound_x=1e10)
+
+
+# --------------------------------------------------------------------------
+# suite summaries
+# --------------------------------------------------------------------------
+def _suite_table():
+    from dpreg.suite import CORRECTED, REFERENCES, WANG_CODE
+
+    rows = []
+    for k, ds in enumerate(("d1", "d2")):
+        for j, alg in enumerate((*WANG_CODE, *CORRECTED, *REFERENCES)):
+            for eps in (0.1, 1.0):
+                m = {"trivial": 1.0, "ridge": 0.5}.get(alg, 0.6 + j / 10 + k / 100 + 1 / eps)
+                half = 0.3
+                if ds == "d1" and alg == "ssp-wang":  # well ahead, narrow interval
+                    m, half = m - 0.5, 0.01
+                rows.append(
+                    dict(
+                        dataset=ds,
+                        variant="wang",
+                        algorithm=alg,
+                        epsilon=eps,
+                        mse_mean=m,
+                        mse_mean_lo=m - half,
+                        mse_mean_hi=m + half,
+                    )
+                )
+    return pd.DataFrame(rows)
+
+
+def test_suite_winners_relative_errors_and_figures(tmp_path):
+    from dpreg import suite
+
+    table = _suite_table()
+    w = suite.winners(table, algorithms=suite.WANG_CODE).set_index(["dataset", "epsilon"])
+    # ssp-wang has the lowest mean of the group everywhere (j = 0); its interval
+    # is separated from the runner-up's only where it is narrow (d1)
+    assert (w["winner"] == "ssp-wang").all() and (w["runner_up"] == "objpert").all()
+    assert w.loc[("d1", 1.0), "clear"] and not w.loc[("d2", 1.0), "clear"]
+    rel = suite.relative_errors(table, epsilons=[1.0])
+    row = rel[(rel["dataset"] == "d2") & (rel["algorithm"] == "objpert")].iloc[0]
+    assert row["ratio"] == pytest.approx((0.6 + 0.1 + 0.01 + 1.0) / 0.5)
+    assert suite.main([_write(table, tmp_path), "--out", str(tmp_path / "out")]) == 0
+    for name in (
+        "summary.png",
+        "summary.pdf",
+        "wins.csv",
+        "relative-errors.csv",
+        "figures/d1.png",
+        "figures/d2.png",
+    ):
+        assert (tmp_path / "out" / name).stat().st_size > 0
+    with pytest.raises(DPRegError, match="no rows at epsilon=0.5"):
+        suite.relative_errors(table, epsilons=[0.5])
+
+
+def _write(table, tmp_path):
+    path = tmp_path / "table.csv"
+    table.to_csv(path, index=False)
+    return str(path)
