@@ -142,7 +142,6 @@ def trial_columns(
     params: Mapping[str, Any] | None = None,
     bound_x: float = 1.0,
     bound_y: float = 1.0,
-    extra: Sequence[Release] = (),
 ) -> dict[float, dict[str, Any]]:
     """Compact ledger columns for the trial table, keyed by epsilon.
 
@@ -152,14 +151,14 @@ def trial_columns(
     delta at the nominal epsilon (GDP accounting; NaN where not Gaussian).
     ``bound_x``/``bound_y`` are the row bounds of the training statistics
     (``stats.bound_x``; ``sqrt(2)`` with the thesis' intercept) -- the same
-    the fit calibrates with; ``extra`` are releases made before the
-    algorithm in the same run (private pre-processing), composed with it.
+    the fit calibrates with.  (A private-stats run composes the statistics'
+    releases with the algorithm's: :func:`release_columns` over both lists,
+    at the run's total delta.)
     """
     alg = get_algorithm(algorithm)
     return {
         eps: release_columns(
             [
-                *extra,
                 *alg.releases(
                     epsilon=eps,
                     delta=delta,

@@ -133,48 +133,55 @@ class PublicRanges:
         """
         where = f"public_ranges.{dataset}"
         names = [*features, target]
-        if declared is None:
-            raise DPRegError(
-                f"dataset {dataset!r}: private_stats needs public ranges declared under "
-                f"{where}.columns (never taken from the data); missing columns: {', '.join(names)}"
-            )
-        if not isinstance(declared, Mapping) or set(declared) - {"source", "columns"}:
-            raise DPRegError(f"{where} must be a mapping with keys 'source' and 'columns'")
-        source = declared.get("source")
-        if not isinstance(source, str) or not source.strip():
-            raise DPRegError(f"{where}.source must say where the ranges come from (a text)")
-        cols = declared.get("columns")
-        if not isinstance(cols, Mapping):
-            raise DPRegError(f"{where}.columns must map column names to [lo, hi]")
-        missing = [c for c in names if c not in cols]
-        if missing:
-            raise DPRegError(
-                f"dataset {dataset!r}: {where}.columns has no range for column(s) "
-                f"{', '.join(missing)}; private_stats needs every column's range"
-            )
-        unknown = sorted(set(cols) - set(names))
-        if unknown:
-            raise DPRegError(
-                f"{where}.columns: unknown column(s) {', '.join(map(str, unknown))}; "
-                f"the prepared table has {', '.join(names)}"
-            )
-        pairs = []
-        for c in names:
-            v = cols[c]
-            if (
-                not isinstance(v, Sequence)
-                or isinstance(v, str)
-                or len(v) != 2
-                or not all(isinstance(t, int | float) and not isinstance(t, bool) for t in v)
-                or not (math.isfinite(v[0]) and math.isfinite(v[1]) and v[0] <= v[1])
-            ):
-                raise DPRegError(
-                    f"{where}.columns.{c} must be [lo, hi] with finite numbers lo <= hi, got {v!r}"
-                )
-            pairs.append((float(v[0]), float(v[1])))
+        source, cols = _declared_entry(declared, where=where, dataset=dataset, names=names)
+        pairs = [_range_pair(cols[c], f"{where}.columns.{c}") for c in names]
         lo = np.array([p[0] for p in pairs[:-1]])
         hi = np.array([p[1] for p in pairs[:-1]])
-        return cls(lo, hi, pairs[-1][0], pairs[-1][1], source.strip())
+        return cls(lo, hi, pairs[-1][0], pairs[-1][1], source)
+
+
+def _declared_entry(
+    declared: Mapping[str, Any] | None, *, where: str, dataset: str, names: list[str]
+) -> tuple[str, Mapping[str, Any]]:
+    """The checked ``(source, columns)`` of one dataset's ``public_ranges`` entry."""
+    if declared is None:
+        raise DPRegError(
+            f"dataset {dataset!r}: private_stats needs public ranges declared under "
+            f"{where}.columns (never taken from the data); missing columns: {', '.join(names)}"
+        )
+    if not isinstance(declared, Mapping) or set(declared) - {"source", "columns"}:
+        raise DPRegError(f"{where} must be a mapping with keys 'source' and 'columns'")
+    source = declared.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise DPRegError(f"{where}.source must say where the ranges come from (a text)")
+    cols = declared.get("columns")
+    if not isinstance(cols, Mapping):
+        raise DPRegError(f"{where}.columns must map column names to [lo, hi]")
+    missing = [c for c in names if c not in cols]
+    if missing:
+        raise DPRegError(
+            f"dataset {dataset!r}: {where}.columns has no range for column(s) "
+            f"{', '.join(missing)}; private_stats needs every column's range"
+        )
+    unknown = sorted(set(cols) - set(names))
+    if unknown:
+        raise DPRegError(
+            f"{where}.columns: unknown column(s) {', '.join(map(str, unknown))}; "
+            f"the prepared table has {', '.join(names)}"
+        )
+    return source.strip(), cols
+
+
+def _range_pair(v: object, where: str) -> tuple[float, float]:
+    ok = (
+        isinstance(v, Sequence)
+        and not isinstance(v, str)
+        and len(v) == 2
+        and all(isinstance(t, int | float) and not isinstance(t, bool) for t in v)
+    )
+    if not ok or not (math.isfinite(v[0]) and math.isfinite(v[1]) and v[0] <= v[1]):  # type: ignore[index]
+        raise DPRegError(f"{where} must be [lo, hi] with finite numbers lo <= hi, got {v!r}")
+    return float(v[0]), float(v[1])  # type: ignore[index]
 
 
 # --------------------------------------------------------------------------
