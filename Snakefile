@@ -7,7 +7,14 @@
 # The configuration (config/config.yaml, relative to the working directory)
 # is validated against workflow/schemas/config.schema.yaml; config/README.md
 # documents every key.  Outputs: results/figures, results/tables,
-# results/trials and results/provenance.json.
+# results/trials (one Parquet file per dataset and shard; not committed) and
+# results/provenance.json.
+#
+# After an interrupted run (a killed terminal, a crash, kill -9):
+#   snakemake --unlock && snakemake --cores 2 --rerun-incomplete
+# (README.md, "Recovering an interrupted run").
+
+import sys
 
 from snakemake.utils import min_version
 
@@ -27,15 +34,28 @@ include: "workflow/rules/report.smk"
 report: "workflow/report/workflow.rst"
 
 
+onerror:
+    # after Snakemake's own message: the one place that says how to resume
+    print(
+        "dpreg: the run stopped early; outputs of finished jobs are kept. Fix the "
+        "error above and rerun the same command. If the run was killed, recover with: "
+        "snakemake --unlock && snakemake --cores 2 --rerun-incomplete "
+        "(README.md, 'Recovering an interrupted run').",
+        file=sys.stderr,
+    )
+
+
 localrules:
     all,
     prepare_dataset,
     aggregate_experiment,
     plot_experiment,
+    write_claims,
     write_provenance,
 
 
 rule all:
+    """Every figure and table of the run, and its provenance."""
+    default_target: True
     input:
         all_outputs(),
-    default_target: True

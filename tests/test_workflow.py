@@ -106,6 +106,8 @@ def tiny_runs(tmp_path_factory):
 def test_outputs_follow_the_contract(tiny_runs):
     run = tiny_runs["2"]
     config = tiny_config()
+    folds, repeats = config["cv"]["folds"], config["cv"]["repeats"]
+    pairs: dict[str, set] = {}  # dataset -> (variant, algorithm) pairs the run needs
     for exp, spec in config["experiments"].items():
         for ext in ("png", "pdf"):
             assert (run / "results" / "figures" / f"{exp}.{ext}").stat().st_size > 0
@@ -115,13 +117,20 @@ def test_outputs_follow_the_contract(tiny_runs):
         assert set(table["algorithm"]) == set(spec["algorithms"])
         assert set(table["variant"]) == set(spec["variants"])
         assert set(table["epsilon"]) == set(config["epsilons"])
-        folds, repeats = config["cv"]["folds"], config["cv"]["repeats"]
         assert (table["trials"] == folds * repeats).all()
         for ds in datasets:
-            trials = pd.read_csv(run / "results" / "trials" / exp / f"{ds}.csv.gz")
-            assert len(trials) == len(table[table["dataset"] == ds]) * folds * repeats
-        for ds in datasets:
-            assert (run / "logs" / "run_sweep" / exp / f"{ds}.log").exists()
+            pairs.setdefault(ds, set()).update(
+                (v, a) for v in spec["variants"] for a in spec["algorithms"]
+            )
+    # one trial file per dataset: each (variant, algorithm) swept once, shared by experiments
+    assert sorted(p.parent.name for p in (run / "results" / "trials").rglob("*.parquet")) == sorted(
+        pairs
+    )
+    for ds, needed in pairs.items():
+        trials = pd.read_parquet(run / "results" / "trials" / ds / "stats.parquet")
+        assert set(zip(trials["variant"], trials["algorithm"], strict=True)) == needed
+        assert len(trials) == len(needed) * len(config["epsilons"]) * folds * repeats
+        assert (run / "logs" / "run_sweep" / ds / "stats.log").exists()
     prov = (run / "results" / "provenance.json").read_text()
     assert "config_sha256" in prov and "sha256" in prov
 
@@ -182,7 +191,7 @@ def test_killed_run_resumes_with_rerun_incomplete(tiny_runs, tmp_path):
     trials = run / "results" / "trials"
     deadline = time.monotonic() + 120
     try:
-        while not any(trials.rglob("*.csv.gz")):
+        while not any(trials.rglob("*.parquet")):
             assert proc.poll() is None, "the run ended before a sweep output appeared"
             assert time.monotonic() < deadline, "no sweep output after 120 s"
             time.sleep(0.02)
@@ -195,6 +204,129 @@ def test_killed_run_resumes_with_rerun_incomplete(tiny_runs, tmp_path):
     snakemake(run, "--unlock")
     snakemake(run, "--cores", "2", "--rerun-incomplete")
     assert result_files(run) == result_files(tiny_runs["2"])
+
+
+def _children(pid: int) -> list[int]:
+    """Pids whose parent is ``pid`` (Linux /proc)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_job_stops_when_snakemake_is_killed(tmp_path):
+    """kill -9 of Snakemake alone: its running sweep job exits without writing its output."""
+    cfg = tiny_config()
+    cfg["datasets"] = {"airfoil": cfg["datasets"]["airfoil"]}
+    cfg["cv"]["repeats"] = 20000  # a sweep of several seconds
+    cfg["experiments"] = {
+        "slow": {"algorithms": ["adassp", "ssp"], "variants": ["maxnorm"], "datasets": "all"}
+    }
+    run = make_workdir(tmp_path, cfg)
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(run)]
+    proc = subprocess.Popen(
+        [*cmd, "--cores", "1"],
+        cwd=run,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    log = run / "logs" / "run_sweep" / "airfoil" / "stats.log"
+    deadline = time.monotonic() + 120
+    try:
+        while not log.exists():
+            assert proc.poll() is None, "the run ended before the sweep started"
+            assert time.monotonic() < deadline, "no sweep job after 120 s"
+            time.sleep(0.02)
+        jobs = _children(proc.pid)
+        assert jobs, "the sweep job is not a child of Snakemake"
+        proc.kill()  # Snakemake only, not its process group
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while any(_alive(j) for j in jobs):
+            assert time.monotonic() < deadline, "the job outlived Snakemake by 20 s"
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert not (run / "results" / "trials" / "airfoil" / "stats.parquet").exists()
+    text = log.read_text()
+    assert "is gone; stopping without writing outputs" in text
+    assert "snakemake --unlock && snakemake --cores 2 --rerun-incomplete" in text
+
+
+def test_rules_list_one_line_docstrings(tmp_path):
+    proc = snakemake(make_workdir(tmp_path), "--list-rules")
+    lines = [ln for ln in proc.stdout.splitlines() if ln and not ln.startswith(" ")]
+    rules = dict(re.findall(r"^(\w+) \((.+)\)$", proc.stdout, flags=re.M))
+    assert {"all", "prepare_dataset", "run_sweep", "aggregate_experiment"} <= set(rules), lines
+    assert len(rules) == len(lines), lines
+    assert all(len(doc) > 20 for doc in rules.values())
+
+
+def test_workflow_files_are_snakefmt_clean():
+    files = [SNAKEFILE, *sorted((REPO / "workflow" / "rules").glob("*.smk"))]
+    exe = shutil.which("snakefmt")
+    assert exe, "snakefmt is part of the test extra: pip install -e '.[test]'"
+    proc = subprocess.run(
+        [exe, "--check", *map(str, files)], capture_output=True, text=True, cwd=REPO
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_experiments_share_trials_and_set_their_own_repeats(tmp_path):
+    """Two experiments on one (variant, algorithm): swept once; `repeats` per experiment."""
+    cfg = tiny_config()
+    cfg["datasets"] = {"concrete": cfg["datasets"]["concrete"]}
+    cfg["experiments"] = {
+        "full": {"algorithms": ["adassp", "trivial"], "variants": ["wang"]},
+        "fewer": {"algorithms": ["adassp", "ssp"], "variants": ["wang"], "repeats": {"ssp": 1}},
+        "more": {"algorithms": ["adassp"], "variants": ["wang"], "repeats": 3},
+    }
+    run = make_workdir(tmp_path, cfg)
+    snakemake(run, "--cores", "2", *(f"results/tables/{e}.csv" for e in cfg["experiments"]))
+    folds = cfg["cv"]["folds"]
+    trials = pd.read_parquet(run / "results" / "trials" / "concrete" / "stats.parquet")
+    count = trials.groupby(["variant", "algorithm"]).size().to_dict()
+    n_eps = len(cfg["epsilons"])
+    assert count == {
+        ("wang", "adassp"): n_eps * folds * 3,  # the largest R any experiment asks for
+        ("wang", "trivial"): n_eps * folds * 2,
+        ("wang", "ssp"): n_eps * folds * 1,
+    }
+    tables = {e: pd.read_csv(run / "results" / "tables" / f"{e}.csv") for e in cfg["experiments"]}
+    per_alg = {e: t.groupby("algorithm")["trials"].unique().to_dict() for e, t in tables.items()}
+    assert per_alg["full"] == {"adassp": [folds * 2], "trivial": [folds * 2]}
+    assert per_alg["fewer"] == {"adassp": [folds * 2], "ssp": [folds * 1]}
+    assert per_alg["more"] == {"adassp": [folds * 3]}
+    # the shared trials are the same numbers in both tables
+    a = tables["full"].query("algorithm == 'adassp'")["mse_mean"].to_numpy()
+    b = tables["fewer"].query("algorithm == 'adassp'")["mse_mean"].to_numpy()
+    np.testing.assert_array_equal(a, b)
+
+
+def test_run_key_builds_only_the_named_experiments(tmp_path):
+    cfg = tiny_config()
+    cfg["run"] = ["clipping"]
+    run = make_workdir(tmp_path, cfg)
+    proc = snakemake(run, "-n", "--cores", "1")
+    out = proc.stdout + proc.stderr
+    assert "results/tables/clipping.csv" in out
+    assert "results/provenance-clipping.json" in out
+    assert "adassp-noise" not in out and "results/provenance.json" not in out
 
 
 def test_report_renders_captions(tiny_runs, tmp_path):
@@ -222,6 +354,15 @@ def test_lint_is_clean(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def expected_shards(config: dict) -> set[str]:
+    """Shards of a config whose experiments all use every dataset."""
+    from dpreg.algorithms import ALGORITHMS
+    from dpreg.peers import PEERS
+
+    algs = {a for exp in config["experiments"].values() for a in exp["algorithms"]}
+    return {a if a in PEERS or ALGORITHMS[a].needs_rows else "stats" for a in algs}
+
+
 def test_dry_run_of_default_config_with_default_profile(tmp_path):
     profile = REPO / "workflow" / "profiles" / "default"
     proc = snakemake(default_workdir(tmp_path), "-n", "--profile", str(profile))
@@ -229,7 +370,8 @@ def test_dry_run_of_default_config_with_default_profile(tmp_path):
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     n_exp, n_ds = len(config["experiments"]), len(config["datasets"])
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.M))
-    assert int(counts["run_sweep"]) == n_exp * n_ds
+    # one sweep per (dataset, shard): "stats" plus each row-based algorithm or peer
+    assert int(counts["run_sweep"]) == n_ds * len(expected_shards(config))
     assert int(counts["prepare_dataset"]) == n_ds
     assert int(counts["aggregate_experiment"]) == n_exp
     assert int(counts["plot_experiment"]) == n_exp
@@ -304,6 +446,14 @@ def _unknown_algorithm(cfg):
     cfg["experiments"]["clipping"]["algorithms"].append("adasp")
 
 
+def _foreign_repeats(cfg):
+    cfg["experiments"]["clipping"]["repeats"] = {"ssp": 1}
+
+
+def _unknown_run(cfg):
+    cfg["run"] = ["clipin"]
+
+
 def _bad_delta(cfg):
     cfg["delta"] = 1.5
 
@@ -327,6 +477,9 @@ def _bad_transform(cfg):
         (_typo_variant_key, ["config: variants: maxnorm: unknown key 'scael'", "allowed keys"]),
         (_unknown_variant, ["clip9", "wang, maxnorm, clip2"]),
         (_unknown_dataset, ["airfoyl", "airfoil, concrete"]),
+        (_unknown_algorithm, ["unknown algorithm 'adasp'", "adassp"]),
+        (_foreign_repeats, ["repeats names 'ssp'", "not one of its algorithms"]),
+        (_unknown_run, ["config: run names unknown experiment 'clipin'", "clipping"]),
     ],
 )
 def test_config_errors_stop_the_workflow(tmp_path, edit, needles):
@@ -350,7 +503,6 @@ def test_config_errors_stop_the_workflow(tmp_path, edit, needles):
         (_typo_variant_key, "scael"),
         (_typo_dataset_key, "traget"),
         (_typo_experiment_key, "dataset"),
-        (_unknown_algorithm, "adasp"),
         (_bad_delta, "1.5"),
         (_bad_epsilon, "0.0"),
         (_bad_scale, "unitball"),
@@ -409,14 +561,6 @@ def test_schema_dataset_keys_are_the_data_module_keys():
 
     schema = yaml.safe_load(SCHEMA.read_text())
     assert set(schema["$defs"]["dataset"]["properties"]) == set(DATASET_KEYS)
-
-
-def test_schema_algorithms_are_the_registry_and_peers():
-    from dpreg.algorithms import ALGORITHMS
-    from dpreg.peers import PEERS
-
-    schema = yaml.safe_load(SCHEMA.read_text())
-    assert set(schema["$defs"]["algorithm"]["enum"]) == set(ALGORITHMS) | set(PEERS)
 
 
 def test_schema_variant_keys_are_the_preprocess_keys():

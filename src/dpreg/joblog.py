@@ -7,12 +7,25 @@ before it imports the rest of the package.
 from __future__ import annotations
 
 import logging
+import os
 import sys
+import threading
+import time
 import traceback
 from types import TracebackType
 from typing import TextIO
 
-__all__ = ["log_to_file"]
+__all__ = ["ORPHAN_EXIT_STATUS", "RECOVERY_HINT", "exit_with_parent", "log_to_file"]
+
+#: Exit status of a job that stopped because Snakemake was gone.
+ORPHAN_EXIT_STATUS = 75
+
+#: The commands that recover a run after Snakemake was killed (README.md,
+#: "Recovering an interrupted run").
+RECOVERY_HINT = (
+    "recover with: snakemake --unlock && snakemake --cores 2 --rerun-incomplete "
+    "(README.md, 'Recovering an interrupted run')"
+)
 
 
 def _is_user_error(exc: BaseException) -> bool:
@@ -53,4 +66,36 @@ def log_to_file(path: str) -> TextIO:
             console.flush()
 
     sys.excepthook = hook
+    exit_with_parent()
     return log_file
+
+
+def exit_with_parent(*, interval: float = 0.5) -> threading.Thread:
+    """Stop this process soon after the process that started it has died.
+
+    A Snakemake job is a child of the Snakemake process.  When Snakemake is
+    killed outright (``kill -9``, a closed terminal) the job would otherwise
+    run on and write outputs nobody records.  A daemon thread checks every
+    ``interval`` seconds whether the parent changed (the job was re-parented);
+    if so it logs one line with :data:`RECOVERY_HINT` and ends the process
+    at once with :data:`ORPHAN_EXIT_STATUS`, before any further output is
+    written (outputs are written atomically, so none is left half-written).
+    """
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            if os.getppid() != parent:
+                logging.getLogger(__name__).error(
+                    "the Snakemake process (pid %d) that started this job is gone; "
+                    "stopping without writing outputs; %s",
+                    parent,
+                    RECOVERY_HINT,
+                )
+                logging.shutdown()
+                os._exit(ORPHAN_EXIT_STATUS)
+
+    thread = threading.Thread(target=watch, name="dpreg-exit-with-parent", daemon=True)
+    thread.start()
+    return thread

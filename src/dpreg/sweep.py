@@ -18,9 +18,11 @@ id(dataset), id("folds"), id(K)])``.
 from __future__ import annotations
 
 import logging
+import math
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -33,14 +35,25 @@ from dpreg._validation import (
     check_finite_array,
     check_positive_int,
 )
-from dpreg.algorithms import ALGORITHMS, get_algorithm
+from dpreg.algorithms import (
+    ALGORITHMS,
+    Algorithm,
+    FitOptions,
+    FitResult,
+    PendingSolve,
+    get_algorithm,
+    solve_batched,
+)
 from dpreg.ledger import release_columns, trial_columns
 from dpreg.mechanisms import ClassicalCalibrationWarning
 from dpreg.peers import PEERS, diffprivlib_available, fit_diffprivlib, peer_ledger
 from dpreg.preprocess import (
     ArraySource,
+    FoldData,
+    PublicRanges,
     RowSource,
     VariantSpec,
+    algorithm_budget,
     fold_rows,
     fold_statistics,
     private_fold_data,
@@ -70,7 +83,9 @@ def assign_folds(n: int, folds: int, *, seed: int, dataset: str) -> np.ndarray:
     return fold
 
 
-def _check_grid(epsilons: Sequence[float], delta: float, repeats: int, rho: float) -> list[float]:
+def _check_grid(
+    epsilons: Sequence[float], delta: float, repeats: int, rho: float, xtx_offset: float = 0.0
+) -> list[float]:
     eps = [check_epsilon(e, f"epsilons[{i}]") for i, e in enumerate(epsilons)]
     if not eps:
         raise DPRegError("epsilons must list at least one value")
@@ -80,7 +95,36 @@ def _check_grid(epsilons: Sequence[float], delta: float, repeats: int, rho: floa
     check_positive_int(repeats, "cv.repeats")
     if not (0.0 < rho < 1.0):
         raise DPRegError(f"rho must lie in (0, 1), got {rho!r}")
+    if not (math.isfinite(xtx_offset) and xtx_offset >= 0):
+        raise DPRegError(f"xtx_offset must be a finite number >= 0, got {xtx_offset!r}")
     return eps
+
+
+def _normalise_plan(
+    variants: Mapping[str, Any],
+    algorithms: Sequence[str],
+    repeats: int | None,
+    plan: Mapping[str, Mapping[str, int]] | None,
+) -> dict[str, dict[str, int]]:
+    """``variant -> {algorithm: repeats}`` from a plan, or from the full grid."""
+    if plan is None:
+        if repeats is None:
+            raise DPRegError("give repeats (with algorithms) or a plan")
+        check_positive_int(repeats, "cv.repeats")
+        plan = {v: dict.fromkeys(algorithms, repeats) for v in variants}
+    elif algorithms:
+        raise DPRegError("give either algorithms and repeats or a plan, not both")
+    out: dict[str, dict[str, int]] = {}
+    for vname, algs in plan.items():
+        if vname not in variants:
+            raise DPRegError(
+                f"plan names variant {vname!r}, which is not among the variants "
+                f"({', '.join(variants)})"
+            )
+        out[vname] = {
+            str(a): check_positive_int(r, f"repeats of {vname}/{a}") for a, r in algs.items()
+        }
+    return out
 
 
 def sweep_source(
@@ -88,40 +132,41 @@ def sweep_source(
     *,
     dataset: str,
     variants: Mapping[str, Mapping[str, Any] | VariantSpec],
-    algorithms: Sequence[str],
     epsilons: Sequence[float],
     delta: float,
     folds: int,
-    repeats: int,
     seed: int,
+    algorithms: Sequence[str] = (),
+    repeats: int | None = None,
+    plan: Mapping[str, Mapping[str, int]] | None = None,
     rho: float = 0.05,
     xtx_offset: float = 1.0,
     algorithm_params: Mapping[str, Mapping[str, Any]] | None = None,
+    ranges: PublicRanges | None = None,
 ) -> pd.DataFrame:
     """Run every trial of one dataset over a :class:`~dpreg.preprocess.RowSource`.
+
+    What runs is either the full grid ``variants x algorithms`` at
+    ``repeats`` noise repeats, or a ``plan``: ``variant -> {algorithm:
+    repeats}`` (the workflow's form, where each pair has its own number of
+    repeats).  Each variant's fold statistics are computed once and shared by
+    all its algorithms.
 
     Returns one row per trial with the columns :data:`TRIAL_COLUMNS`.
     ``source.chunks()`` must yield fold ids made by :func:`assign_folds`.
     ``algorithm_params`` maps an algorithm name to hyperparameters overriding
     its registry defaults.  Algorithms that need rows
-    (:attr:`~dpreg.algorithms.Algorithm.needs_rows`) get the transformed
-    training rows of each fold.
+    (:attr:`~dpreg.algorithms.Algorithm.needs_rows`) and external peers get
+    the transformed training rows of each fold.  ``ranges`` are the declared
+    public ranges of the dataset (needed only by private-stats variants).
     """
-    eps_grid = _check_grid(epsilons, delta, repeats, rho)
-    peers = [a for a in algorithms if a in PEERS]
-    algs = [get_algorithm(a) for a in algorithms if a not in PEERS]
-    if "diffprivlib" in peers and not diffprivlib_available():
-        log.warning(
-            "%s: diffprivlib is not installed; its curve is skipped "
-            "(pip install 'dpreg[peers]' to include it)",
-            dataset,
-        )
-        peers.remove("diffprivlib")
-    specs = {name: VariantSpec.from_dict(v, name) for name, v in variants.items()}
-    R = int(repeats)
-    E = len(eps_grid)
+    work = _normalise_plan(variants, algorithms, repeats, plan)
+    eps_grid = _check_grid(epsilons, delta, 1, rho, xtx_offset)
+    specs = {name: VariantSpec.from_dict(variants[name], name) for name in work}
+    params = dict(algorithm_params or {})
     blocks: list[dict[str, Any]] = []
     for vname, spec in specs.items():
+        algs, peers = _split_algorithms(work[vname], dataset)
         if spec.private_stats is not None:
             blocks.extend(
                 _private_stats_blocks(
@@ -133,88 +178,46 @@ def sweep_source(
                     dataset=dataset,
                     delta=delta,
                     folds=folds,
-                    R=R,
                     seed=seed,
                     rho=rho,
                     xtx_offset=xtx_offset,
+                    params=params,
+                    ranges=ranges,
                 )
             )
             continue
-        params = dict(algorithm_params or {})
+        need_rows = bool(peers) or any(a.needs_rows for a, _ in algs)
         for fd in fold_statistics(source, spec, folds=folds):
-            rows = fold_rows(source, fd) if any(a.needs_rows for a in algs) else None
-            for alg in algs:
-                p = params.get(alg.name)
-                run = {
-                    "delta": delta,
-                    "d": fd.train.d,
-                    "rho": rho,
-                    "n": fd.train.n,
-                    "params": p,
-                }
-                ledger = trial_columns(alg.name, eps_grid, **run)
-                res = alg.fit_grid(
-                    fd.train,
-                    epsilons=eps_grid,
-                    delta=delta,
-                    # non-private algorithms draw nothing: no generators to build;
-                    # algorithms with the same noise layout share a stream
-                    rngs=[
-                        np.random.default_rng(
-                            seed_sequence(seed, dataset, vname, fd.fold, alg.noise_stream, eps)
-                        )
-                        if alg.private
-                        else None
-                        for eps in eps_grid
-                    ],
-                    size=R,
-                    rho=rho,
-                    xtx_offset=xtx_offset,
-                    params=p,
-                    rows=rows if alg.needs_rows else None,
-                )
-                mse, r2 = _score(fd.test, res.theta, res.failed)
+            rows = fold_rows(source, fd) if need_rows else None
+            for alg, R in algs:
                 blocks.append(
-                    _block(
-                        variant=vname,
-                        algorithm=alg.name,
-                        epsilons=eps_grid,
-                        fold=fd.fold,
+                    _fit_block(
+                        alg,
+                        fd,
+                        vname,
+                        eps_grid,
                         R=R,
-                        mse=mse,
-                        r2=r2,
-                        lam=res.lam,
-                        failed=res.failed,
-                        outside=[alg.outside_validity(epsilon=e, **run) for e in eps_grid],
-                        calibration=alg.calibration,
-                        ledger=[ledger[e] for e in eps_grid],
+                        rows=rows,
+                        dataset=dataset,
+                        delta=delta,
+                        seed=seed,
+                        rho=rho,
+                        xtx_offset=xtx_offset,
+                        params=params.get(alg.name),
                     )
                 )
-            for peer in peers:
-                Xtr, ytr = fold_rows(source, fd)
-                thetas = []
-                for eps in eps_grid:
-                    ss = seed_sequence(seed, dataset, vname, fd.fold, peer, eps)
-                    thetas.append(
-                        fit_diffprivlib(Xtr, ytr, epsilon=eps, seeds=ss.generate_state(R))
-                    )
-                theta = np.concatenate(thetas)
-                failed = ~np.all(np.isfinite(theta), axis=1)
-                mse, r2 = _score(fd.test, theta, failed)
+            for peer, R in peers:
                 blocks.append(
-                    _block(
-                        variant=vname,
-                        algorithm=peer,
-                        epsilons=eps_grid,
-                        fold=fd.fold,
+                    _peer_block(
+                        peer,
+                        fd,
+                        vname,
+                        eps_grid,
                         R=R,
-                        mse=mse,
-                        r2=r2,
-                        lam=np.full(E * R, np.nan),
-                        failed=failed,
-                        outside=[False] * E,
-                        calibration="laplace",
-                        ledger=[peer_ledger(peer, e) for e in eps_grid],
+                        rows=rows,
+                        dataset=dataset,
+                        delta=delta,
+                        seed=seed,
                     )
                 )
     frame = _assemble(blocks, dataset=dataset, delta=delta, seed=seed)
@@ -231,6 +234,122 @@ def sweep_source(
             stacklevel=2,
         )
     return frame
+
+
+def _split_algorithms(
+    algs: Mapping[str, int], dataset: str
+) -> tuple[list[tuple[Algorithm, int]], list[tuple[str, int]]]:
+    """Registry algorithms and external peers (with their repeats) of one variant."""
+    peers = [(a, R) for a, R in algs.items() if a in PEERS]
+    if any(a == "diffprivlib" for a, _ in peers) and not diffprivlib_available():
+        log.warning(
+            "%s: diffprivlib is not installed; its curve is skipped "
+            "(pip install 'dpreg[peers]' to include it)",
+            dataset,
+        )
+        peers = [(a, R) for a, R in peers if a != "diffprivlib"]
+    return [(get_algorithm(a), R) for a, R in algs.items() if a not in PEERS], peers
+
+
+def _fit_block(
+    alg: Algorithm,
+    fd: FoldData,
+    vname: str,
+    eps_grid: list[float],
+    *,
+    R: int,
+    rows: tuple[np.ndarray, np.ndarray] | None,
+    dataset: str,
+    delta: float,
+    seed: int,
+    rho: float,
+    xtx_offset: float,
+    params: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """Every (epsilon, repeat) of one registry algorithm on one fold."""
+    run = {
+        "delta": delta,
+        "d": fd.train.d,
+        "rho": rho,
+        "n": fd.train.n,
+        "params": params,
+        "bound_x": fd.train.bound_x,
+        "bound_y": fd.train.bound_y,
+    }
+    ledger = trial_columns(alg.name, eps_grid, **run)
+    res = alg.fit_grid(
+        fd.train,
+        epsilons=eps_grid,
+        delta=delta,
+        # non-private algorithms draw nothing: no generators to build;
+        # algorithms with the same noise layout share a stream
+        rngs=[
+            np.random.default_rng(
+                seed_sequence(seed, dataset, vname, fd.fold, alg.noise_stream, eps)
+            )
+            if alg.private
+            else None
+            for eps in eps_grid
+        ],
+        size=R,
+        rho=rho,
+        xtx_offset=xtx_offset,
+        params=params,
+        rows=rows if alg.needs_rows else None,
+    )
+    mse, r2 = _score(fd.test, res.theta, res.failed)
+    return _block(
+        variant=vname,
+        algorithm=alg.name,
+        epsilons=eps_grid,
+        fold=fd.fold,
+        R=R,
+        mse=mse,
+        r2=r2,
+        lam=res.lam,
+        failed=res.failed,
+        outside=[alg.outside_validity(epsilon=e, **run) for e in eps_grid],
+        calibration=alg.calibration,
+        ledger=[ledger[e] for e in eps_grid],
+    )
+
+
+def _peer_block(
+    peer: str,
+    fd: FoldData,
+    vname: str,
+    eps_grid: list[float],
+    *,
+    R: int,
+    rows: tuple[np.ndarray, np.ndarray] | None,
+    dataset: str,
+    delta: float,
+    seed: int,
+) -> dict[str, Any]:
+    """Every (epsilon, repeat) of an external peer on one fold (one library fit per trial)."""
+    assert rows is not None
+    Xtr, ytr = rows
+    thetas = []
+    for eps in eps_grid:
+        ss = seed_sequence(seed, dataset, vname, fd.fold, peer, eps)
+        thetas.append(fit_diffprivlib(Xtr, ytr, epsilon=eps, seeds=ss.generate_state(R)))
+    theta = np.concatenate(thetas)
+    failed = ~np.all(np.isfinite(theta), axis=1)
+    mse, r2 = _score(fd.test, theta, failed)
+    return _block(
+        variant=vname,
+        algorithm=peer,
+        epsilons=eps_grid,
+        fold=fd.fold,
+        R=R,
+        mse=mse,
+        r2=r2,
+        lam=np.full(len(eps_grid) * R, np.nan),
+        failed=failed,
+        outside=[False] * len(eps_grid),
+        calibration="laplace",
+        ledger=[peer_ledger(peer, e, delta=delta) for e in eps_grid],
+    )
 
 
 def _score(test: Any, theta: np.ndarray, failed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -265,23 +384,42 @@ def _block(
 
 
 def _private_stats_blocks(
-    source, vname, spec, algs, eps_grid, *, dataset, delta, folds, R, seed, rho, xtx_offset
+    source: RowSource,
+    vname: str,
+    spec: VariantSpec,
+    algs: list[tuple[Algorithm, int]],
+    eps_grid: list[float],
+    *,
+    dataset: str,
+    delta: float,
+    folds: int,
+    seed: int,
+    rho: float,
+    xtx_offset: float,
+    params: Mapping[str, Mapping[str, Any]],
+    ranges: PublicRanges | None,
 ) -> list[dict[str, Any]]:
     """Trials of a variant whose transform statistics are released privately.
 
-    Each run -- one (fold, epsilon, repeat) -- spends ``epsilon_share`` of
+    Each run -- one (fold, epsilon, repeat) -- spends the variant's share of
     (epsilon, delta) on noisy column sums, sums of squares and the y sum
     (:func:`dpreg.preprocess.private_stat_releases`) and the rest on the
-    algorithm; the ledger composes both.  The statistics noise of a run is
-    shared by the algorithms compared on it (common random numbers).
+    algorithm (:func:`dpreg.preprocess.algorithm_budget`); the ledger
+    composes both.  The statistics noise of a run is shared by the
+    algorithms compared on it (common random numbers).
+
+    Batched over repeats: per (fold, epsilon) one generator draws the
+    statistics noise of the runs one after another, and per algorithm one
+    generator (keyed by its noise stream) draws the runs' noise one after
+    another, so run ``r`` is the same whatever the number of repeats; the
+    noisy systems of all runs are solved in one stacked call.
     """
     if spec.scale != "maxnorm" or spec.clip_sigma is not None:
         raise DPRegError(
             f"variant {vname!r}: private_stats needs scale 'maxnorm' and no clipping "
             "(the transform must be affine in x)"
         )
-    share = spec.private_stats.epsilon_share
-    ranges, moms = raw_fold_moments(source, folds)
+    ranges, moms = raw_fold_moments(source, folds, ranges=ranges)
     total = moms[0]
     for m in moms[1:]:
         total = total + m
@@ -290,11 +428,17 @@ def _private_stats_blocks(
         (fd.transform.t_center, fd.transform.t_scale)
         for fd in fold_statistics(source, public, folds=folds)
     ]
-    d = source.d + int(spec.intercept)
+    d = source.d + int(spec.has_intercept)
+    R_max = max((R for _, R in algs), default=0)
     blocks = []
     for k in range(folds):
         for eps in eps_grid:
-            stat_rel = private_stat_releases(ranges, epsilon=share * eps, delta=share * delta, d=d)
+            share_eps = eps - algorithm_budget(spec, epsilon=eps, delta=delta)[0]
+            share_delta = delta - algorithm_budget(spec, epsilon=eps, delta=delta)[1]
+            stat_rel = private_stat_releases(ranges, epsilon=share_eps, delta=share_delta, d=d)
+            stats_rng = np.random.default_rng(
+                seed_sequence(seed, dataset, vname, k, "private_stats", eps)
+            )
             fds = [
                 private_fold_data(
                     spec,
@@ -304,54 +448,110 @@ def _private_stats_blocks(
                     shared[k],
                     stat_rel,
                     fold=k,
-                    rng=np.random.default_rng(
-                        seed_sequence(seed, dataset, vname, k, "private_stats", eps, r)
-                    ),
+                    rng=stats_rng,
                 )
-                for r in range(R)
+                for _ in range(R_max)
             ]
-            for alg in algs:
-                e_alg, d_alg = (1 - share) * eps, (1 - share) * delta
-                thetas, lams, fails = [], [], []
-                for r, fd in enumerate(fds):
-                    res = alg.fit(
-                        fd.train,
-                        epsilon=e_alg,
-                        delta=d_alg,
-                        size=1,
+            e_alg, d_alg = algorithm_budget(spec, epsilon=eps, delta=delta)
+            for alg, R in algs:
+                blocks.append(
+                    _runs_block(
+                        alg,
+                        fds[:R],
+                        vname,
+                        eps,
+                        e_alg,
+                        d_alg,
+                        stat_rel,
+                        rng=np.random.default_rng(
+                            seed_sequence(seed, dataset, vname, k, alg.noise_stream, eps)
+                        ),
+                        delta=delta,
                         rho=rho,
                         xtx_offset=xtx_offset,
-                        rng=np.random.default_rng(
-                            seed_sequence(seed, dataset, vname, k, alg.name, eps, "run", r)
-                        ),
-                    )
-                    thetas.append(res.theta)
-                    lams.append(res.lam)
-                    fails.append(res.failed)
-                failed = np.concatenate(fails)
-                theta = np.where(failed[:, None], 0.0, np.concatenate(thetas))
-                mse = np.array([fd.test.mse(t[None])[0] for fd, t in zip(fds, theta, strict=True)])
-                r2 = np.array([fd.test.r2(t[None])[0] for fd, t in zip(fds, theta, strict=True)])
-                led = release_columns(
-                    stat_rel + alg.releases(epsilon=e_alg, delta=d_alg, d=d, rho=rho), delta=delta
-                )
-                blocks.append(
-                    _block(
-                        variant=vname,
-                        algorithm=alg.name,
-                        epsilons=[eps],
-                        fold=k,
-                        R=R,
-                        mse=mse,
-                        r2=r2,
-                        lam=np.concatenate(lams),
-                        failed=failed,
-                        outside=[alg.outside_validity(epsilon=e_alg, delta=d_alg, d=d, rho=rho)],
-                        calibration=alg.calibration,
-                        ledger=[led],
+                        params=params.get(alg.name),
                     )
                 )
     return blocks
+
+
+def _solved(part: FitResult | PendingSolve) -> FitResult:
+    if isinstance(part, FitResult):
+        return part
+    theta, failed = solve_batched(part.A, part.b)
+    return FitResult(theta, part.lam, failed)
+
+
+def _runs_block(
+    alg: Algorithm,
+    fds: Sequence[FoldData],
+    vname: str,
+    eps: float,
+    e_alg: float,
+    d_alg: float,
+    stat_rel: Sequence[Any],
+    *,
+    rng: np.random.Generator,
+    delta: float,
+    rho: float,
+    xtx_offset: float,
+    params: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """One algorithm on R runs, each with its own (noisy) fold statistics.
+
+    Each run is one call of the entry's fit function with ``size=1`` on its
+    statistics, drawing from ``rng`` in turn; systems handed back unsolved
+    (:class:`~dpreg.algorithms.PendingSolve`) are solved in one stacked call.
+    """
+    train0 = fds[0].train
+    run = {
+        "delta": d_alg,
+        "d": train0.d,
+        "rho": rho,
+        "n": train0.n,
+        "params": params,
+        "bound_x": train0.bound_x,
+        "bound_y": train0.bound_y,
+    }
+    rel = alg.releases(epsilon=e_alg, **run)
+    opts = FitOptions(
+        rng=rng if alg.private else None,
+        size=1,
+        rho=rho,
+        xtx_offset=xtx_offset,
+        params=MappingProxyType(alg.resolve_params(params)),
+        solve=False,
+    )
+    parts = [alg.fit_fn(fd.train, rel, opts) for fd in fds]
+    if all(isinstance(p, PendingSolve) for p in parts):
+        theta, failed = solve_batched(
+            np.concatenate([p.A for p in parts]), np.concatenate([p.b for p in parts])
+        )
+        lam = np.concatenate([p.lam for p in parts])
+    else:
+        done = [_solved(p) for p in parts]
+        theta = np.concatenate([p.theta for p in done])
+        failed = np.concatenate([p.failed for p in done])
+        lam = np.concatenate([p.lam for p in done])
+    theta0 = np.where(failed[:, None], 0.0, theta)
+    sse = np.array([fd.test.sse(t[None])[0] for fd, t in zip(fds, theta0, strict=True)])
+    r2 = np.array([fd.test.r2_from_sse(e) for fd, e in zip(fds, sse, strict=True)], dtype=float)
+    mse = sse / np.array([fd.test.m for fd in fds], dtype=float)
+    led = release_columns(list(stat_rel) + rel, delta=delta)
+    return _block(
+        variant=vname,
+        algorithm=alg.name,
+        epsilons=[eps],
+        fold=fds[0].fold,
+        R=len(fds),
+        mse=np.where(failed, np.nan, mse),
+        r2=np.where(failed, np.nan, r2),
+        lam=lam,
+        failed=failed,
+        outside=[alg.outside_validity(epsilon=e_alg, **run)],
+        calibration=alg.calibration,
+        ledger=[led],
+    )
 
 
 def _assemble(
@@ -437,23 +637,28 @@ def sweep_dataset(
     *,
     dataset: str,
     variants: Mapping[str, Mapping[str, Any] | VariantSpec],
-    algorithms: Sequence[str],
     epsilons: Sequence[float],
     delta: float,
     folds: int,
-    repeats: int,
     seed: int,
+    algorithms: Sequence[str] = (),
+    repeats: int | None = None,
+    plan: Mapping[str, Mapping[str, int]] | None = None,
     rho: float = 0.05,
     xtx_offset: float = 1.0,
+    algorithm_params: Mapping[str, Mapping[str, Any]] | None = None,
+    public_ranges: Mapping[str, Any] | None = None,
     memory_budget_mb: float | None = None,
     chunk_rows: int = 65536,
 ) -> pd.DataFrame:
-    """Sweep a prepared table (see :mod:`dpreg.data`).
+    """Sweep a prepared table (see :mod:`dpreg.data`); arguments as :func:`sweep_source`.
 
     Tables whose float64 size exceeds ``memory_budget_mb`` are streamed in
     chunks of ``chunk_rows``; smaller ones are read once into memory.  Both
     paths run the same code on the same fold ids, so their results agree
-    to rounding (summation order).
+    to rounding (summation order).  ``public_ranges`` is the dataset's entry
+    of the config key ``public_ranges`` (``{"source": ..., "columns": {...}}``),
+    read only by private-stats variants.
     """
     from dpreg.data import prepared_shape, read_prepared
 
@@ -466,18 +671,33 @@ def sweep_dataset(
     else:
         X, y, _, _ = read_prepared(table_path)
         source = ArraySource(X, y, fold)
+    ranges = None
+    if any(
+        VariantSpec.from_dict(variants[v], v).private_stats is not None
+        for v in (plan if plan is not None else variants)
+    ):
+        import pyarrow.parquet as pq
+
+        names = pq.read_schema(table_path).names  # features in order, target last
+        features, target = names[:-1], names[-1]
+        ranges = PublicRanges.from_config(
+            public_ranges, dataset=dataset, features=features, target=target
+        )
     return sweep_source(
         source,
         dataset=dataset,
         variants=variants,
         algorithms=algorithms,
+        repeats=repeats,
+        plan=plan,
         epsilons=epsilons,
         delta=delta,
         folds=folds,
-        repeats=repeats,
         seed=seed,
         rho=rho,
         xtx_offset=xtx_offset,
+        algorithm_params=algorithm_params,
+        ranges=ranges,
     )
 
 

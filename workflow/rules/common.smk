@@ -73,6 +73,8 @@ def _unknown(kind, name, where, known):
 
 #: experiment id -> notes on optional algorithms that were not run
 SKIPPED = {}
+#: experiment id -> names of the optional algorithms that were not run
+SKIPPED_ALGORITHMS = {}
 
 
 def _check_experiments(cfg):
@@ -95,6 +97,7 @@ def _check_experiments(cfg):
                 kept.append(name)
             elif name in optional:
                 SKIPPED.setdefault(exp_id, []).append(f"{name} not installed ({optional[name]})")
+                SKIPPED_ALGORITHMS.setdefault(exp_id, []).append(name)
                 # dropped here, not in the sweep, so that installing the package
                 # later changes the job's params and reruns the affected sweeps
                 logger.warning(
@@ -123,13 +126,18 @@ def _check_datasets(cfg):
 _check_datasets(config)
 _check_experiments(config)
 
+
+def _run_experiments(cfg):
+    """Experiment ids of this run: `run:` when given, else every experiment."""
+    chosen = cfg.get("run") or list(cfg["experiments"])
+    for exp_id in chosen:
+        if exp_id not in cfg["experiments"]:
+            raise _unknown("experiment", exp_id, "config: run", list(cfg["experiments"]))
+    return list(chosen)
+
+
 DATASETS = list(config["datasets"])
-EXPERIMENTS = list(config["experiments"])
-
-
-wildcard_constraints:
-    dataset="|".join(map(re.escape, DATASETS)),
-    experiment="|".join(map(re.escape, EXPERIMENTS)),
+EXPERIMENTS = _run_experiments(config)
 
 
 # ---------------------------------------------------------------------------
@@ -142,14 +150,99 @@ def experiment_datasets(experiment):
 
 
 def used_datasets():
-    """Datasets named by at least one experiment, in config order."""
+    """Datasets named by at least one experiment of the run, in config order."""
     used = {ds for exp in EXPERIMENTS for ds in experiment_datasets(exp)}
     return [ds for ds in DATASETS if ds in used]
+
+
+def experiment_repeats(experiment):
+    """Algorithm -> noise repeats per fold in one experiment (its `repeats`, else cv.repeats)."""
+    exp = config["experiments"][experiment]
+    default = config["cv"]["repeats"]
+    given = exp.get("repeats", default)
+    if isinstance(given, int):
+        return {alg: given for alg in exp["algorithms"]}
+    for alg in given:
+        if alg not in exp["algorithms"] and alg not in SKIPPED_ALGORITHMS.get(experiment, ()):
+            raise WorkflowError(
+                f"config: experiments: {experiment}: repeats names {alg!r}, which is not one "
+                f"of its algorithms ({', '.join(exp['algorithms'])})"
+            )
+    return {alg: given.get(alg, default) for alg in exp["algorithms"]}
+
+
+def shard_of(algorithm):
+    """The trial file an algorithm's trials go to.
+
+    Algorithms that work from sufficient statistics share one job per
+    dataset ("stats"), so a fold's statistics are computed once for all of
+    them; an algorithm that needs the rows (or an external peer) gets its own
+    job, so a slow one runs beside the others instead of after them.
+    """
+    from dpreg.peers import PEERS
+
+    if algorithm in PEERS:
+        return algorithm
+    from dpreg.algorithms import get_algorithm
+
+    return algorithm if getattr(get_algorithm(algorithm), "needs_rows", False) else "stats"
+
+
+def sweep_plan(dataset, shard):
+    """variant -> {algorithm: repeats}: every trial of the run on one (dataset, shard).
+
+    A (variant, algorithm) pair used by several experiments is swept once,
+    with the largest number of repeats any of them asks for (trials are
+    prefix-stable in the repeat index, so an experiment with fewer repeats
+    reads the first ones).
+    """
+    plan = {}
+    for exp in EXPERIMENTS:
+        if dataset not in experiment_datasets(exp):
+            continue
+        repeats = experiment_repeats(exp)
+        for variant in config["experiments"][exp]["variants"]:
+            for alg in config["experiments"][exp]["algorithms"]:
+                if shard_of(alg) != shard:
+                    continue
+                algs = plan.setdefault(variant, {})
+                algs[alg] = max(algs.get(alg, 0), repeats[alg])
+    return plan
+
+
+def dataset_shards(dataset):
+    """Trial files (shards) of one dataset that the run needs, in first-use order."""
+    shards = {}
+    for exp in EXPERIMENTS:
+        if dataset in experiment_datasets(exp):
+            for alg in config["experiments"][exp]["algorithms"]:
+                shards[shard_of(alg)] = None
+    return list(shards)
+
+
+for _exp in EXPERIMENTS:
+    experiment_repeats(_exp)  # a `repeats` entry naming a foreign algorithm stops here
+
+#: trial-file shards of the run ("stats" and the row-based algorithms)
+SHARDS = sorted({s for ds in used_datasets() for s in dataset_shards(ds)})
+
+
+wildcard_constraints:
+    dataset="|".join(map(re.escape, DATASETS)),
+    experiment="|".join(map(re.escape, EXPERIMENTS)),
+    shard="|".join(map(re.escape, SHARDS)) or "stats",
 
 
 # ---------------------------------------------------------------------------
 # targets
 # ---------------------------------------------------------------------------
+def provenance_path():
+    """results/provenance.json for a run of every experiment, else one file per run set."""
+    if config.get("run"):
+        return f"results/provenance-{'+'.join(EXPERIMENTS)}.json"
+    return "results/provenance.json"
+
+
 def all_outputs():
     """Figures, tables and provenance: what `rule all` asks for."""
     out = []
@@ -159,8 +252,15 @@ def all_outputs():
             f"results/figures/{exp}.pdf",
             f"results/tables/{exp}.csv",
         ]
-    out.append("results/provenance.json")
+    if claim_experiments():
+        out.append("results/tables/claims.csv")
+    out.append(provenance_path())
     return out
+
+
+def claim_experiments():
+    """Experiments of the run that state claims (checked in results/tables/claims.csv)."""
+    return [exp for exp in EXPERIMENTS if config["experiments"][exp].get("claims")]
 
 
 # ---------------------------------------------------------------------------
@@ -190,28 +290,39 @@ def dataset_source_files(wildcards):
     return [str(p) for p in files if p.exists()]
 
 
-def experiment_trials(wildcards):
-    """Trial files of one experiment, one per dataset."""
+def trial_files(experiment):
+    """Trial files an experiment reads: its datasets x the shards of its algorithms."""
+    exp = config["experiments"][experiment]
+    shards = list(dict.fromkeys(shard_of(alg) for alg in exp["algorithms"]))
     return [
-        f"results/trials/{wildcards.experiment}/{ds}.csv.gz"
-        for ds in experiment_datasets(wildcards.experiment)
+        f"results/trials/{ds}/{shard}.parquet"
+        for ds in experiment_datasets(experiment)
+        for shard in shards
     ]
+
+
+def experiment_trials(wildcards):
+    """Trial files of one experiment (input function)."""
+    return trial_files(wildcards.experiment)
+
+
+def claim_trials(wildcards):
+    """Trial files of every experiment that states claims."""
+    return list(dict.fromkeys(f for exp in claim_experiments() for f in trial_files(exp)))
 
 
 def experiment_metas(wildcards):
     """Meta sidecars of the datasets of one experiment."""
-    return [
-        f"results/prepared/{ds}.json" for ds in experiment_datasets(wildcards.experiment)
-    ]
+    return [f"results/prepared/{ds}.json" for ds in experiment_datasets(wildcards.experiment)]
 
 
 def all_metas(wildcards):
-    """Meta sidecars of every dataset an experiment uses."""
+    """Meta sidecars of every dataset an experiment of the run uses."""
     return [f"results/prepared/{ds}.json" for ds in used_datasets()]
 
 
 def all_tables(wildcards):
-    """Summary tables of every experiment."""
+    """Summary tables of every experiment of the run."""
     return [f"results/tables/{exp}.csv" for exp in EXPERIMENTS]
 
 
@@ -224,33 +335,83 @@ def dataset_entry(wildcards):
 
 
 def sweep_kwargs(wildcards):
-    """Keyword arguments of dpreg.sweep.sweep_dataset for one (experiment, dataset)."""
-    exp = config["experiments"][wildcards.experiment]
+    """Keyword arguments of dpreg.sweep.sweep_dataset for one (dataset, shard)."""
+    plan = sweep_plan(wildcards.dataset, wildcards.shard)
     return {
         "dataset": wildcards.dataset,
-        "variants": {name: dict(config["variants"][name]) for name in exp["variants"]},
-        "algorithms": list(exp["algorithms"]),
+        "variants": {name: dict(config["variants"][name]) for name in plan},
+        "plan": plan,
         "epsilons": list(config["epsilons"]),
         "delta": config["delta"],
         "folds": config["cv"]["folds"],
-        "repeats": config["cv"]["repeats"],
         "seed": config["seed"],
         "rho": config["rho"],
         "xtx_offset": config["xtx_offset"],
         "memory_budget_mb": config["memory_budget_mb"],
+        "algorithm_params": {
+            alg: dict(p)
+            for alg, p in config.get("algorithm_params", {}).items()
+            if any(alg in algs for algs in plan.values())
+        },
+        "public_ranges": config.get("public_ranges", {}).get(wildcards.dataset),
     }
 
 
-def plot_kwargs(wildcards):
-    """Title and legend order of one experiment's figure."""
+def trial_selection(wildcards):
+    """Which trials of its files an experiment summarises (see dpreg.tables.read_trials)."""
     exp = config["experiments"][wildcards.experiment]
+    return {
+        "variants": list(exp["variants"]),
+        "algorithms": list(exp["algorithms"]),
+        "repeats": experiment_repeats(wildcards.experiment),
+    }
+
+
+def bootstrap_params(wildcards):
+    """Seed and bootstrap settings of the summaries (a change reruns them)."""
+    return {"seed": config["seed"], "bootstrap": config.get("bootstrap", {})}
+
+
+def claims_config(wildcards):
+    """Settings and the experiments whose claims write_claims checks."""
+    exps = claim_experiments()
+    return {
+        **bootstrap_params(wildcards),
+        "experiments": {exp: config["experiments"][exp] for exp in exps},
+    }
+
+
+def claims_files(wildcards):
+    """Experiment id -> its trial files, for the experiments with claims."""
+    return {exp: trial_files(exp) for exp in claim_experiments()}
+
+
+def claims_select(wildcards):
+    """Experiment id -> its repeats per algorithm (rows of shared trial files)."""
+    return {exp: {"repeats": experiment_repeats(exp)} for exp in claim_experiments()}
+
+
+def _repeats_note(experiment):
+    """Figure note on algorithms run with fewer or more repeats than cv.repeats."""
+    default = config["cv"]["repeats"]
+    odd = {a: r for a, r in experiment_repeats(experiment).items() if r != default}
+    if not odd:
+        return []
+    listed = ", ".join(f"{a} {r}" for a, r in odd.items())
+    return [f"repeats per fold: {listed} (others {default})"]
+
+
+def plot_kwargs(wildcards):
+    """Title, legend order and note of one experiment's figure."""
+    exp = config["experiments"][wildcards.experiment]
+    notes = SKIPPED.get(wildcards.experiment, []) + _repeats_note(wildcards.experiment)
     return {
         "experiment": wildcards.experiment,
         "title": exp.get("title") or wildcards.experiment,
         "variants": list(exp["variants"]),
         "algorithms": list(exp["algorithms"]),
         "datasets": experiment_datasets(wildcards.experiment),
-        "note": "; ".join(SKIPPED.get(wildcards.experiment, [])) or None,
+        "note": "; ".join(notes) or None,
     }
 
 
@@ -264,13 +425,8 @@ def sweep_mem_mb(wildcards, attempt):
 
 
 def sweep_runtime(wildcards, attempt):
-    """Minutes of a sweep job; grows with the grid, doubled on retry."""
-    exp = config["experiments"][wildcards.experiment]
-    trials = (
-        len(exp["variants"])
-        * len(exp["algorithms"])
-        * len(config["epsilons"])
-        * config["cv"]["folds"]
-        * config["cv"]["repeats"]
-    )
-    return int(30 + trials // 2000) * attempt
+    """Minutes of a sweep job; grows with its number of trials, doubled on retry."""
+    plan = sweep_plan(wildcards.dataset, wildcards.shard)
+    per_point = sum(r for algs in plan.values() for r in algs.values())
+    trials = per_point * len(config["epsilons"]) * config["cv"]["folds"]
+    return int(30 + trials // 20000) * attempt

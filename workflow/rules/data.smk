@@ -2,23 +2,24 @@
 
 
 rule prepare_dataset:
+    """Fetch, checksum and prepare one dataset -> a Parquet table and its JSON sidecar."""
     input:
         dataset_source_files,
     output:
         table="results/prepared/{dataset}.parquet",
         meta="results/prepared/{dataset}.json",
-    params:
-        entry=dataset_entry,
-        mirror=config["mirror"],
     log:
         "logs/prepare_dataset/{dataset}.log",
     benchmark:
         "logs/benchmarks/prepare_dataset/{dataset}.tsv"
+    conda:
+        "../envs/dpreg.yaml"
     threads: 1
     resources:
         mem_mb=4096,
         runtime=30,
-    conda:
-        "../envs/dpreg.yaml"
+    params:
+        entry=dataset_entry,
+        mirror=config["mirror"],
     script:
         "../scripts/prepare_dataset.py"

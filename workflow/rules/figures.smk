@@ -2,6 +2,7 @@
 
 
 rule aggregate_experiment:
+    """Trials of one experiment -> its summary table results/tables/<experiment>.csv."""
     input:
         trials=experiment_trials,
     output:
@@ -11,21 +12,24 @@ rule aggregate_experiment:
             category="Tables",
             labels={"experiment": "{experiment}"},
         ),
-    params:
-        experiment="{experiment}",
     log:
         "logs/aggregate_experiment/{experiment}.log",
+    conda:
+        "../envs/dpreg.yaml"
     threads: 1
     resources:
         mem_mb=2048,
         runtime=10,
-    conda:
-        "../envs/dpreg.yaml"
+    params:
+        experiment="{experiment}",
+        select=trial_selection,
+        bootstrap=bootstrap_params,
     script:
         "../scripts/aggregate_experiment.py"
 
 
 rule plot_experiment:
+    """Summary table of one experiment -> its figure (PNG and PDF)."""
     input:
         table="results/tables/{experiment}.csv",
         metas=experiment_metas,
@@ -37,15 +41,41 @@ rule plot_experiment:
             labels={"experiment": "{experiment}"},
         ),
         pdf="results/figures/{experiment}.pdf",
-    params:
-        plot=plot_kwargs,
     log:
         "logs/plot_experiment/{experiment}.log",
+    conda:
+        "../envs/dpreg.yaml"
     threads: 1
     resources:
         mem_mb=2048,
         runtime=10,
-    conda:
-        "../envs/dpreg.yaml"
+    params:
+        plot=plot_kwargs,
     script:
         "../scripts/plot_experiment.py"
+
+
+rule write_claims:
+    """Paired-bootstrap verdicts of the claims the experiments state -> claims.csv."""
+    input:
+        trials=claim_trials,
+    output:
+        claims=report(
+            "results/tables/claims.csv",
+            caption="../report/claims.rst",
+            category="Tables",
+        ),
+    log:
+        "logs/write_claims.log",
+    conda:
+        "../envs/dpreg.yaml"
+    threads: 1
+    resources:
+        mem_mb=2048,
+        runtime=10,
+    params:
+        config=claims_config,
+        files=claims_files,
+        select=claims_select,
+    script:
+        "../scripts/write_claims.py"

@@ -2,22 +2,23 @@
 
 
 rule write_provenance:
+    """Config hash, package versions, data and table checksums, privacy ledger -> JSON."""
     input:
         metas=all_metas,
         tables=all_tables,
     output:
-        provenance="results/provenance.json",
-    params:
-        config=config,
-        datasets=used_datasets(),
-        experiments=EXPERIMENTS,
+        provenance=provenance_path(),
     log:
         "logs/write_provenance.log",
+    conda:
+        "../envs/dpreg.yaml"
     threads: 1
     resources:
         mem_mb=1024,
         runtime=5,
-    conda:
-        "../envs/dpreg.yaml"
+    params:
+        config=config,
+        datasets=used_datasets(),
+        experiments=EXPERIMENTS,
     script:
         "../scripts/write_provenance.py"

@@ -1,26 +1,31 @@
-# One sweep job per (experiment, dataset): every variant x algorithm x epsilon
-# x fold x repeat of that experiment on that dataset.
+# Sweeps: one job per (dataset, shard).  The "stats" shard runs every
+# algorithm that works from sufficient statistics, for every variant any
+# experiment of the run uses on that dataset, so each (variant, fold)'s
+# statistics are computed once; each row-based algorithm or peer is its own
+# shard.  What runs is derived from the config (common.smk: sweep_plan), so
+# adding algorithms, variants or experiments needs no change here.
 
 
 rule run_sweep:
+    """Every trial of one dataset and shard -> results/trials/<dataset>/<shard>.parquet."""
     input:
         table="results/prepared/{dataset}.parquet",
         meta="results/prepared/{dataset}.json",
     output:
-        trials="results/trials/{experiment}/{dataset}.csv.gz",
-    params:
-        sweep=sweep_kwargs,
+        trials="results/trials/{dataset}/{shard}.parquet",
     log:
-        "logs/run_sweep/{experiment}/{dataset}.log",
+        "logs/run_sweep/{dataset}/{shard}.log",
     benchmark:
-        "logs/benchmarks/run_sweep/{experiment}/{dataset}.tsv"
+        "logs/benchmarks/run_sweep/{dataset}/{shard}.tsv"
+    conda:
+        "../envs/dpreg.yaml"
     # one thread: linear algebra is d x d per trial, and a single BLAS thread
     # keeps results independent of the machine's core count
     threads: 1
     resources:
         mem_mb=sweep_mem_mb,
         runtime=sweep_runtime,
-    conda:
-        "../envs/dpreg.yaml"
+    params:
+        sweep=sweep_kwargs,
     script:
         "../scripts/run_sweep.py"

@@ -1,4 +1,4 @@
-"""Snakemake adapter: every trial of one (experiment, dataset) -> a trial file."""
+"""Snakemake adapter: every trial of one (dataset, shard) -> a Parquet trial file."""
 
 import logging
 
@@ -8,11 +8,11 @@ from dpreg.joblog import log_to_file  # noqa: E402 (light: only logging)
 
 log_file = log_to_file(smk.log[0])
 
-from dpreg.summary import write_trials  # noqa: E402
 from dpreg.sweep import sweep_dataset  # noqa: E402
+from dpreg.tables import write_trials  # noqa: E402
 
 kwargs = dict(smk.params.sweep)
-logging.info("sweep %s/%s: %s", smk.wildcards.experiment, smk.wildcards.dataset, kwargs)
+logging.info("sweep %s/%s: %s", smk.wildcards.dataset, smk.wildcards.shard, kwargs)
 trials = sweep_dataset(smk.input.table, **kwargs)
 write_trials(trials, smk.output.trials)
 logging.info("%d trials, %d failed", len(trials), int(trials["failed"].sum()))
