@@ -12,8 +12,10 @@ import pandas as pd
 import pytest
 
 from dpreg import DPRegError
-from dpreg.plots import panel_grid, plot_experiment
+from dpreg.algorithms import ALGORITHMS
+from dpreg.plots import SCALE_LABEL, panel_grid, plot_experiment
 from dpreg.summary import (
+    INTERVAL_COLUMNS,
     TABLE_COLUMNS,
     config_hash,
     provenance,
@@ -204,8 +206,9 @@ def test_table_round_trip(tmp_path):
     write_table(table, path)
     back = read_table(path)
     assert list(back.columns) == TABLE_COLUMNS
-    num = ["epsilon", "mse_mean", "mse_sd", "mse_q25", "mse_q75", "r2_mean"]
-    np.testing.assert_allclose(back[num].to_numpy(float), table[num].to_numpy(float), rtol=1e-13)
+    num = ["epsilon", "mse_mean", "mse_sd", "mse_q25", "mse_q75", "r2_mean", *INTERVAL_COLUMNS]
+    # 4 significant digits (TABLE_FLOAT_FORMAT): relative error <= 5e-4
+    np.testing.assert_allclose(back[num].to_numpy(float), table[num].to_numpy(float), rtol=5e-4)
     assert (back["trials"] == table["trials"]).all()
     assert (back["outside_validity"] == table["outside_validity"]).all()
 
@@ -261,34 +264,108 @@ def test_plot_files_created_and_deterministic(tmp_path):
     assert digests[0] == digests[1]
 
 
+def label(name):
+    return ALGORITHMS[name].label
+
+
+def draw(table, tmp_path, **kw):
+    kw.setdefault("experiment", "e")
+    kw.setdefault("dataset_info", INFO)
+    return plot_experiment(table, out_png=tmp_path / "f.png", out_pdf=tmp_path / "f.pdf", **kw)
+
+
 def test_plot_one_variant_labels_titles_and_markers(tmp_path):
     table = summarise(synthetic_trials(), experiment="e")
-    fig = plot_experiment(
-        table,
-        experiment="e",
-        title="My title",
-        dataset_info=INFO,
-        out_png=tmp_path / "f.png",
-        out_pdf=tmp_path / "f.pdf",
-        algorithms=["ssp", "adassp", "ridge", "trivial"],
+    fig = draw(
+        table, tmp_path, title="My title", algorithms=["ssp", "adassp", "ridge", "trivial"], cap=100
     )
     labels = legend_labels(fig)
-    assert labels[:4] == ["ssp", "adassp", "ridge", "trivial"]
-    assert "outside classical-Gaussian validity" in labels
+    assert labels[:4] == [label("ssp"), label("adassp"), label("ridge"), label("trivial")]
+    assert "outside the calibration's validity" in labels
     assert "band: interquartile range" in labels
+    assert "bars: bootstrap CI of the median" in labels
     assert "some trials failed" not in labels
     titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
     assert titles == ["d1 (n=1503, d=5)", "d2 (n=1030, d=8)"]
     assert fig.get_suptitle() == "My title"
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert ax.get_ylabel() == f"median {SCALE_LABEL}"
     # references have no band: one band per private line only
-    assert len(ax.collections) == 2
-    # ridge: black dashed; trivial: grey dotted
+    assert len([c for c in ax.collections if type(c).__name__ == "FillBetweenPolyCollection"]) == 2
+    # colours and styles from the registry
     by_label = dict(zip(legend_labels(fig), fig.legends[0].legend_handles, strict=True))
-    ridge, trivial = by_label["ridge"], by_label["trivial"]
-    assert ridge.get_color() == "black" and ridge.get_linestyle() == "--"
-    assert trivial.get_color() == "0.5" and trivial.get_linestyle() == ":"
+    for name in ("ridge", "trivial", "adassp", "ssp"):
+        style = ALGORITHMS[name].style
+        assert by_label[label(name)].get_color() == style.color
+        assert by_label[label(name)].get_linestyle() == style.linestyle
+    # the median is plotted
+    line = next(
+        x
+        for x in ax.lines
+        if x.get_label()
+        and x.get_color() == ALGORITHMS["adassp"].style.color
+        and len(x.get_xdata()) == 3
+    )
+    rows = table[(table["dataset"] == "d1") & (table["algorithm"] == "adassp")]
+    np.testing.assert_allclose(line.get_ydata(), rows["mse_median"])
+
+
+def test_validity_markers_follow_the_table_column(tmp_path):
+    frame = synthetic_trials(datasets=("d1",))
+    table = summarise(frame, experiment="e")
+    fig = draw(table, tmp_path, cap=None)
+    ax = fig.axes[0]
+    circles = [x for x in ax.lines if x.get_marker() == "o" and x.get_linestyle() == "None"]
+    marked = sorted(float(e) for c in circles for e in c.get_xdata())
+    flagged = table.loc[table["outside_validity"], "epsilon"]
+    assert len(marked) == len(flagged) and marked == pytest.approx(sorted(flagged), rel=0.1)
+    table["outside_validity"] = False
+    fig = draw(table, tmp_path, cap=None)
+    assert "outside the calibration's validity" not in legend_labels(fig)
+
+
+def test_plot_mean_when_asked(tmp_path):
+    table = summarise(synthetic_trials(datasets=("d1",)), experiment="e")
+    fig = draw(table, tmp_path, statistic="mean", level=0.95)
+    assert fig.axes[0].get_ylabel() == f"mean {SCALE_LABEL}"
+    assert "bars: 95% bootstrap CI of the mean" in legend_labels(fig)
+    ys = [y for x in fig.axes[0].lines for y in np.asarray(x.get_ydata(), float)]
+    rows = table[table["algorithm"] == "adassp"]
+    for value in rows["mse_mean"]:
+        assert np.isclose(ys, value, rtol=1e-12).any()
+    with pytest.raises(DPRegError, match="statistic"):
+        draw(table, tmp_path, statistic="mode")
+
+
+def test_off_scale_points_become_edge_markers_with_a_count(tmp_path):
+    frame = synthetic_trials(datasets=("d1", "d2"))
+    # ssp explodes on d1 at the two smallest epsilons: 1e4 x the trivial error
+    boom = (frame["dataset"] == "d1") & (frame["algorithm"] == "ssp") & (frame["epsilon"] < 5)
+    frame.loc[boom, "mse"] = 1e3
+    # and stays below 10x trivial (0.1) on d2
+    frame.loc[(frame["dataset"] == "d2") & (frame["algorithm"] == "ssp"), "mse"] *= 0.2
+    table = summarise(frame, experiment="e")
+    fig = draw(table, tmp_path, cap=10.0)
+    ax1, ax2 = fig.axes[0], fig.axes[1]
+    trivial = table.loc[
+        (table["dataset"] == "d1") & (table["algorithm"] == "trivial"), "mse_median"
+    ]
+    top = 10.0 * trivial.max()
+    assert ax1.get_ylim()[1] == pytest.approx(top)
+    assert ax1.get_title().endswith("▲ 2 off scale")
+    assert "off scale" not in ax2.get_title()
+    edge = [x for x in ax1.lines if x.get_marker() == "^"]
+    assert len(edge) == 1 and list(edge[0].get_ydata()) == pytest.approx([top, top])
+    assert not edge[0].get_clip_on()
+    assert "▲ off scale (> 10× trivial)" in legend_labels(fig)
+    # the other lines keep a readable range: the axis spans less than 3 decades
+    lo, hi = ax1.get_ylim()
+    assert hi / lo < 1e3
+    # without a cap everything is drawn to scale
+    fig = draw(table, tmp_path, cap=None)
+    assert fig.axes[0].get_ylim()[1] > 1e3
+    assert not [x for x in fig.axes[0].lines if x.get_marker() == "^"]
 
 
 def test_plot_several_variants_labels(tmp_path):
@@ -296,26 +373,56 @@ def test_plot_several_variants_labels(tmp_path):
     # ridge differs between the variants; trivial does not
     frame.loc[(frame["algorithm"] == "ridge") & (frame["variant"] == "b"), "mse"] *= 1.5
     table = summarise(frame, experiment="e")
-    fig = plot_experiment(
-        table,
-        experiment="e",
-        dataset_info=INFO,
-        out_png=tmp_path / "f.png",
-        out_pdf=tmp_path / "f.pdf",
-        variants=["b", "a"],
-        algorithms=["adassp", "ssp", "ridge", "trivial"],
+    fig = draw(
+        table, tmp_path, variants=["b", "a"], algorithms=["adassp", "ssp", "ridge", "trivial"]
     )
     labels = legend_labels(fig)
     assert labels[:7] == [
-        "adassp · b",
-        "adassp · a",
-        "ssp · b",
-        "ssp · a",
-        "ridge · b",
-        "ridge · a",
-        "trivial (every variant)",
+        f"{label('adassp')} · b",
+        f"{label('adassp')} · a",
+        f"{label('ssp')} · b",
+        f"{label('ssp')} · a",
+        f"{label('ridge')} · b",
+        f"{label('ridge')} · a",
+        f"{label('trivial')} (every variant)",
     ]
+    handles = dict(zip(labels, fig.legends[0].legend_handles, strict=True))
+    # per-variant references are distinguishable: same colour, different dashes
+    rb, ra = handles[f"{label('ridge')} · b"], handles[f"{label('ridge')} · a"]
+    assert rb.get_color() == ra.get_color()
+    from dpreg.plots import _reference_lines
+
+    planned = {
+        ln.label: ln.linestyle
+        for ln in _reference_lines(table, ["b", "a"], ["ridge"], "mse_median")
+    }
+    assert planned[f"{label('ridge')} · b"] != planned[f"{label('ridge')} · a"]
+    # several algorithms under several variants: colour = algorithm, style = variant
+    assert (
+        handles[f"{label('adassp')} · b"].get_color()
+        == handles[f"{label('adassp')} · a"].get_color()
+    )
     assert fig.get_suptitle() == "e"
+
+
+def test_one_algorithm_across_variants_gets_distinct_colours(tmp_path):
+    frame = synthetic_trials(datasets=("d1",), variants=("a", "b", "c"))
+    frame = frame[frame["algorithm"].isin(["adassp", "trivial"])]
+    fig = draw(summarise(frame, experiment="e"), tmp_path)
+    handles = dict(zip(legend_labels(fig), fig.legends[0].legend_handles, strict=True))
+    colours = {str(handles[f"{label('adassp')} · {v}"].get_color()) for v in "abc"}
+    assert len(colours) == 3
+
+
+def test_peers_title_names_diffprivlib(tmp_path):
+    frame = synthetic_trials(datasets=("d1",))
+    peer = frame[frame["algorithm"] == "adassp"].assign(algorithm="diffprivlib")
+    table = summarise(pd.concat([frame, peer]), experiment="e")
+    fig = draw(table, tmp_path, title="AdaSSP vs the functional mechanism")
+    assert fig.get_suptitle() == "AdaSSP vs the functional mechanism (and diffprivlib)"
+    assert "diffprivlib LinearRegression" in legend_labels(fig)
+    fig = draw(table[table["algorithm"] != "diffprivlib"], tmp_path, title="AdaSSP vs X")
+    assert fig.get_suptitle() == "AdaSSP vs X"
 
 
 def test_plot_marks_failures(tmp_path):
@@ -324,15 +431,11 @@ def test_plot_marks_failures(tmp_path):
     frame.loc[hit & (frame["repeat"] == 0), ["mse", "r2"]] = math.nan
     frame.loc[hit & (frame["repeat"] == 0), "failed"] = True
     table = summarise(frame, experiment="e")
-    fig = plot_experiment(
-        table,
-        experiment="e",
-        dataset_info=INFO,
-        out_png=tmp_path / "f.png",
-        out_pdf=tmp_path / "f.pdf",
-    )
+    fig = draw(table, tmp_path)
     assert "some trials failed" in legend_labels(fig)
-    assert [ax.get_title() for ax in fig.axes if ax.get_visible()] == ["d1 (n=1503, d=5)"]
+    assert [ax.get_title()[:16] for ax in fig.axes if ax.get_visible()] == ["d1 (n=1503, d=5)"]
+    crosses = [x for x in fig.axes[0].lines if x.get_marker() == "x"]
+    assert [float(e) for c in crosses for e in c.get_xdata()] == pytest.approx([0.1], rel=0.1)
 
 
 def test_plot_rejects_empty_or_incomplete_tables(tmp_path):
@@ -344,6 +447,8 @@ def test_plot_rejects_empty_or_incomplete_tables(tmp_path):
         plot_experiment(table.iloc[:0], **kw)
     with pytest.raises(DPRegError, match="mse_q25"):
         plot_experiment(table.drop(columns=["mse_q25"]), **kw)
+    with pytest.raises(DPRegError, match="mse_median"):
+        plot_experiment(table.drop(columns=["mse_median"]), **kw)
 
 
 @pytest.mark.parametrize(
@@ -352,3 +457,78 @@ def test_plot_rejects_empty_or_incomplete_tables(tmp_path):
 )
 def test_panel_grid(count, grid):
     assert panel_grid(count) == grid
+
+
+# --------------------------------------------------------------------------
+# one module owns the tables; atomic writers
+# --------------------------------------------------------------------------
+def test_trial_columns_come_from_tables():
+    from dpreg import sweep, tables
+
+    assert sweep.TRIAL_COLUMNS is tables.TRIAL_COLUMNS
+    assert set(tables.TRIAL_COLUMNS) == set(tables.TRIAL_DTYPES)
+    assert set(tables.SUMMARY_COLUMNS) <= set(tables.SUMMARY_DTYPES)
+    assert set(tables.CLAIM_COLUMNS) == set(tables.CLAIM_DTYPES)
+    assert TABLE_COLUMNS == tables.SUMMARY_COLUMNS
+
+
+@pytest.mark.parametrize("writer", ["table", "trials", "trials-parquet", "json"])
+def test_atomic_writers_leave_nothing_on_failure(tmp_path, monkeypatch, writer):
+    import os
+
+    from dpreg import tables
+
+    table = summarise(synthetic_trials(datasets=("d1",)), experiment="e")
+    name, write = {
+        "table": ("t.csv", lambda p: tables.write_table(table, p)),
+        "trials": ("t.csv.gz", lambda p: tables.write_trials(synthetic_trials(), p)),
+        "trials-parquet": ("t.parquet", lambda p: tables.write_trials(synthetic_trials(), p)),
+        "json": ("t.json", lambda p: tables.write_json({"a": 1}, p)),
+    }[writer]
+    path = tmp_path / name
+    path.write_bytes(b"old complete file")
+
+    def broken(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", broken)
+    with pytest.raises(OSError, match="disk full"):
+        write(path)
+    assert path.read_bytes() == b"old complete file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+    monkeypatch.undo()
+    write(path)
+    assert path.read_bytes() != b"old complete file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
+def test_parquet_trials_round_trip_and_selection(tmp_path):
+    from dpreg.tables import read_trials, write_trials
+
+    frame = synthetic_trials(variants=("a", "b"))
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    write_trials(frame, a)
+    write_trials(frame.copy(), b)
+    assert a.read_bytes() == b.read_bytes()
+    back = read_trials([a])
+    pd.testing.assert_frame_equal(back, frame, check_dtype=False)
+    assert back["dataset"].map(type).eq(str).all()
+    sel = read_trials([a], variants=["b"], algorithms=["ssp", "ridge"], repeats=1)
+    assert set(sel["variant"]) == {"b"} and set(sel["algorithm"]) == {"ssp", "ridge"}
+    assert (sel["repeat"] < 1).all()
+    per_alg = read_trials([a], repeats={"ssp": 1})
+    assert (per_alg.loc[per_alg["algorithm"] == "ssp", "repeat"] < 1).all()
+    assert per_alg.loc[per_alg["algorithm"] == "adassp", "repeat"].max() == 1
+
+
+def test_summary_intervals_bracket_the_statistics():
+    table = summarise(synthetic_trials(), experiment="e", seed=3, resamples=300)
+    private = table[table["algorithm"].isin(["adassp", "ssp"])]
+    for stat in ("mean", "median"):
+        assert (private[f"mse_{stat}_lo"] <= private[f"mse_{stat}"]).all()
+        assert (private[f"mse_{stat}"] <= private[f"mse_{stat}_hi"]).all()
+        assert (private[f"mse_{stat}_hi"] > private[f"mse_{stat}_lo"]).all()
+    again = summarise(synthetic_trials(), experiment="e", seed=3, resamples=300)
+    pd.testing.assert_frame_equal(table, again)
+    other = summarise(synthetic_trials(), experiment="e", seed=4, resamples=300)
+    assert not np.allclose(other["mse_mean_lo"], table["mse_mean_lo"], equal_nan=True)

@@ -609,6 +609,47 @@ def _side(spec: Any, where: str, exp: Mapping[str, Any], default: tuple[str, str
     return str(variant), str(algorithm)
 
 
+def _claim_id(spec: Any, where: str, seen: set[str]) -> str:
+    if not isinstance(spec, Mapping):
+        raise DPRegError(f"{where} must be a mapping, got {spec!r}")
+    unknown = sorted(set(spec) - _CLAIM_KEYS)
+    if unknown:
+        raise DPRegError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; "
+            f"allowed: {', '.join(sorted(_CLAIM_KEYS))}"
+        )
+    cid = spec.get("id")
+    if not isinstance(cid, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", cid):
+        raise DPRegError(f"{where}: id must be a name (letters, digits, _ . + -), got {cid!r}")
+    if cid in seen:
+        raise DPRegError(f"{where}: duplicate claim id {cid!r}")
+    seen.add(cid)
+    return cid
+
+
+def _number(spec: Mapping[str, Any], key: str, default: float, where: str, ok, allowed: str):
+    value = spec.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not ok(value):
+        raise DPRegError(f"{where}: {key} must be {allowed}, got {value!r}")
+    return float(value)
+
+
+def _claim_scope(spec: Mapping[str, Any], where: str):
+    """(epsilon range, datasets or None) of a claim."""
+    eps = spec.get("epsilons", [0.0, math.inf])
+    if (
+        not isinstance(eps, Sequence)
+        or len(eps) != 2
+        or not all(isinstance(e, int | float) and not isinstance(e, bool) for e in eps)
+        or eps[0] > eps[1]
+    ):
+        raise DPRegError(f"{where}: epsilons must be [low, high] with low <= high, got {eps!r}")
+    ds = spec.get("datasets", "all")
+    if ds != "all" and not (isinstance(ds, Sequence) and all(isinstance(x, str) for x in ds)):
+        raise DPRegError(f"{where}: datasets must be 'all' or a list of names, got {ds!r}")
+    return (float(eps[0]), float(eps[1])), (None if ds == "all" else tuple(ds))
+
+
 def parse_claims(experiment: str, exp: Mapping[str, Any]) -> list[Claim]:
     """The claims of one experiment's config entry, checked.
 
@@ -619,51 +660,27 @@ def parse_claims(experiment: str, exp: Mapping[str, Any]) -> list[Claim]:
         side that is not in the experiment, or a value out of range.
     """
     out = []
-    seen = set()
+    seen: set[str] = set()
     for i, spec in enumerate(exp.get("claims") or []):
-        where = f"experiments: {experiment}: claims[{i}]"
-        if not isinstance(spec, Mapping):
-            raise DPRegError(f"{where} must be a mapping, got {spec!r}")
-        unknown = sorted(set(spec) - _CLAIM_KEYS)
-        if unknown:
-            raise DPRegError(
-                f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_CLAIM_KEYS))}"
-            )
-        cid = spec.get("id")
-        if not isinstance(cid, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", cid):
-            raise DPRegError(f"{where}: id must be a name (letters, digits, _ . + -), got {cid!r}")
-        if cid in seen:
-            raise DPRegError(f"{where}: duplicate claim id {cid!r}")
-        seen.add(cid)
+        cid = _claim_id(spec, f"experiments: {experiment}: claims[{i}]", seen)
         where = f"experiments: {experiment}: claims: {cid}"
         a = _side(spec.get("a"), f"{where}: a", exp, None)
         b = _side(spec.get("b", {}), f"{where}: b", exp, a)
         if a == b:
             raise DPRegError(f"{where}: a and b are the same (variant, algorithm) {a}")
-        choice = {"statistic": STATISTICS, "expect": EXPECTATIONS, "source": SOURCES}
         values = {"statistic": "median", "source": "ours", **spec}
-        for key, allowed in choice.items():
+        for key, allowed in (
+            ("statistic", STATISTICS),
+            ("expect", EXPECTATIONS),
+            ("source", SOURCES),
+        ):
             if values.get(key) not in allowed:
                 raise DPRegError(
                     f"{where}: {key} must be one of {', '.join(allowed)}, got {values.get(key)!r}"
                 )
-        margin = spec.get("margin", 0.0)
-        if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 <= margin < 10:
-            raise DPRegError(f"{where}: margin must be a number in [0, 10), got {margin!r}")
-        quorum = spec.get("quorum", DEFAULT_QUORUM)
-        if isinstance(quorum, bool) or not isinstance(quorum, int | float) or not 0 < quorum <= 1:
-            raise DPRegError(f"{where}: quorum must lie in (0, 1], got {quorum!r}")
-        eps = spec.get("epsilons", [0.0, math.inf])
-        if (
-            not isinstance(eps, Sequence)
-            or len(eps) != 2
-            or not all(isinstance(e, int | float) and not isinstance(e, bool) for e in eps)
-            or eps[0] > eps[1]
-        ):
-            raise DPRegError(f"{where}: epsilons must be [low, high] with low <= high, got {eps!r}")
-        ds = spec.get("datasets", "all")
-        if ds != "all" and not (isinstance(ds, Sequence) and all(isinstance(x, str) for x in ds)):
-            raise DPRegError(f"{where}: datasets must be 'all' or a list of names, got {ds!r}")
+        margin = _number(spec, "margin", 0.0, where, lambda m: 0 <= m < 10, "a number in [0, 10)")
+        quorum = _number(spec, "quorum", DEFAULT_QUORUM, where, lambda q: 0 < q <= 1, "in (0, 1]")
+        eps_range, datasets = _claim_scope(spec, where)
         out.append(
             Claim(
                 id=cid,
@@ -674,10 +691,10 @@ def parse_claims(experiment: str, exp: Mapping[str, Any]) -> list[Claim]:
                 b=b,
                 statistic=str(values["statistic"]),
                 expect=str(values["expect"]),
-                margin=float(margin),
-                eps_range=(float(eps[0]), float(eps[1])),
-                datasets=None if ds == "all" else tuple(ds),
-                quorum=float(quorum),
+                margin=margin,
+                eps_range=eps_range,
+                datasets=datasets,
+                quorum=quorum,
             )
         )
     return out

@@ -1,24 +1,39 @@
 """Error-versus-epsilon figures, one panel per dataset.
 
 The figures follow Wang (2018, Fig. 2) and Kalaja (2020, Figs. 4.1-4.2):
-log-log axes, the mean test MSE over all folds and noise repeats against
-epsilon, here with the interquartile range as a band.  Non-private
-references (``ridge``, ``trivial``, ``ols``) are drawn in fixed reference
-styles without a band; a reference curve that is the same under every
-variant of the figure is drawn once.  Open circles mark the points where a
-classical calibration was used outside its proven range (per-release
-epsilon >= 1, SPEC section 5), crosses the points where some trials failed.
+log-log axes, test MSE over all folds and noise repeats against epsilon.
 
-Figures are drawn on a :class:`matplotlib.figure.Figure` with the Agg
-canvas (no pyplot state, no display needed), and saved without timestamps,
-so the same table gives the same bytes.
+- The line is the *median* test MSE with the interquartile range as a band
+  (robust to the heavy-tailed errors of unstable algorithms), or the *mean*
+  where an experiment asks for it (the thesis' Figs. 4.1 and 4.2 plot means;
+  config key ``statistic``).  Error bars give the bootstrap confidence
+  interval of the plotted statistic (:mod:`dpreg.claims`), so a reader sees
+  whether two lines differ beyond resampling noise.
+- Robust axes: a value above ``cap`` times the trivial predictor's error is
+  not allowed to stretch the axis; it is drawn as a triangle on the panel's
+  top edge, and the panel states how many points are off scale.
+- Non-private references (ridge, trivial, OLS) are drawn without a band in
+  their registry style; a reference whose curve differs between the variants
+  of a figure is drawn once per variant, each with its own dash pattern and
+  label.  A reference that is the same under every variant is drawn once.
+- Labels, colours, line styles and markers come from the algorithm registry
+  (:data:`dpreg.algorithms.ALGORITHMS`: ``label`` and ``style``).  Open
+  circles mark points where some release was outside its calibration's
+  proven validity (the trial table's ``outside_validity``), crosses points
+  where some trials failed.
+
+Figures are drawn on a :class:`matplotlib.figure.Figure` with the Agg canvas
+(no pyplot state), laid out once and saved without timestamps, so the same
+table gives the same bytes.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,74 +42,83 @@ from matplotlib.lines import Line2D
 
 from dpreg._validation import DPRegError
 
-__all__ = ["REFERENCE_STYLES", "is_reference", "panel_grid", "plot_experiment"]
-
-#: Line style of each non-private reference: (colour, line style).
-REFERENCE_STYLES: dict[str, tuple[str, object]] = {
-    "ridge": ("black", "--"),
-    "trivial": ("0.5", ":"),
-    "ols": ("tab:brown", "-."),
-}
-
-#: Dash patterns of a reference drawn once per variant (when its curves differ):
-#: dashed shapes for ridge, dotted ones for trivial, dash-dot ones for ols.
-_VARIANT_DASHES: dict[str, list[object]] = {
-    "ridge": [
-        (0, (5, 2)),
-        (0, (9, 2, 2, 2)),
-        (0, (2.5, 1.5)),
-        (0, (12, 3)),
-        (0, (6, 2, 2, 2, 2, 2)),
-    ],
-    "trivial": [":", (0, (1, 3.5)), (0, (0.5, 1)), (0, (1, 1.5, 1, 4))],
-    "ols": ["-.", (0, (10, 2, 1, 2)), (0, (4, 2, 1, 2, 1, 2))],
-}
-_OTHER_DASHES: list[object] = [(0, (4, 2, 1, 2)), (0, (7, 2, 1, 2)), (0, (2, 2))]
-
-#: Fixed colours of the private algorithms, so an algorithm keeps its colour
-#: from figure to figure when a figure shows one variant.
-_ALGORITHM_COLOURS: dict[str, str] = {
-    "adassp": "tab:blue",
-    "adassp-wang": "tab:orange",
-    "ssp": "tab:green",
-    "ssp-wang": "tab:red",
-    "adassp-analytic": "tab:purple",
-    "adassp-gdp": "tab:cyan",
-    "ssp-gdp": "tab:olive",
-    "functional": "tab:pink",
-    "diffprivlib": "tab:brown",
-}
-
-_NON_PRIVATE_FALLBACK = frozenset(REFERENCE_STYLES)
-
-_TABLE_NEEDS = [
-    "dataset",
-    "variant",
-    "algorithm",
-    "epsilon",
-    "failed",
-    "mse_mean",
-    "mse_q25",
-    "mse_q75",
-    "outside_validity",
+__all__ = [
+    "DEFAULT_CAP",
+    "SCALE_LABEL",
+    "algorithm_label",
+    "algorithm_style",
+    "is_reference",
+    "panel_grid",
+    "plot_experiment",
 ]
+
+#: Values above DEFAULT_CAP x the trivial error are drawn as off-scale markers.
+DEFAULT_CAP = 10.0
+
+#: The scale every variant is scored in (SPEC section 5).
+SCALE_LABEL = "(y − ȳ)/max|y − ȳ| test MSE"
+
+#: Styles of names the registry does not hold (optional peers, old tables).
+_FALLBACK_STYLES: dict[str, tuple[str, str, str]] = {
+    "diffprivlib": ("tab:brown", "-", "v"),
+    "ridge": ("black", "--", ""),
+    "trivial": ("0.5", ":", ""),
+    "ols": ("tab:brown", "-.", ""),
+}
+_FALLBACK_LABELS = {"diffprivlib": "diffprivlib LinearRegression"}
+_NON_PRIVATE_FALLBACK = frozenset({"ridge", "trivial", "ols"})
+
+#: Dash patterns of a reference drawn once per variant (curves differ).
+_VARIANT_DASHES: list[Any] = [
+    (0, (5, 2)),
+    (0, (1, 1.5)),
+    (0, (8, 2, 1.5, 2)),
+    (0, (2.5, 1.5)),
+    (0, (12, 3)),
+    (0, (6, 2, 1, 2, 1, 2)),
+    (0, (1, 3.5)),
+]
+#: Line styles of a private algorithm under the variants of a figure.
+_VARIANT_STYLES: list[Any] = ["-", (0, (6, 2)), (0, (1, 1.2)), (0, (6, 2, 1, 2)), (0, (3, 3))]
+
+_TABLE_NEEDS = ["dataset", "variant", "algorithm", "epsilon", "failed", "outside_validity"]
+
+
+# --------------------------------------------------------------------------
+# registry lookups
+# --------------------------------------------------------------------------
+def _registry() -> Mapping[str, Any]:
+    from dpreg.algorithms import ALGORITHMS
+
+    return ALGORITHMS
 
 
 def is_reference(algorithm: str) -> bool:
     """Whether ``algorithm`` is non-private (drawn as a reference curve).
 
-    Uses the registry :data:`dpreg.algorithms.ALGORITHMS`; names it does not
-    know (e.g. an optional peer) count as private unless they are one of
-    ``ridge``, ``trivial``, ``ols``.
+    Names the registry does not know (e.g. an optional peer) count as
+    private unless they are ``ridge``, ``trivial`` or ``ols``.
     """
-    try:
-        from dpreg.algorithms import ALGORITHMS
-    except ImportError:  # pragma: no cover - the registry ships with dpreg
-        return algorithm in _NON_PRIVATE_FALLBACK
-    spec = ALGORITHMS.get(algorithm)
+    spec = _registry().get(algorithm)
     if spec is None:
         return algorithm in _NON_PRIVATE_FALLBACK
     return not spec.private
+
+
+def algorithm_label(algorithm: str) -> str:
+    """Legend label of an algorithm: the registry's ``label`` (else the name)."""
+    spec = _registry().get(algorithm)
+    label = getattr(spec, "label", None) if spec is not None else None
+    return str(label or _FALLBACK_LABELS.get(algorithm, algorithm))
+
+
+def algorithm_style(algorithm: str) -> tuple[Any, Any, str]:
+    """(colour, line style, marker) from the registry's ``style`` (else a fallback)."""
+    spec = _registry().get(algorithm)
+    style = getattr(spec, "style", None) if spec is not None else None
+    if style is not None:
+        return style.color, style.linestyle, style.marker or ""
+    return _FALLBACK_STYLES.get(algorithm, ("0.3", "-", ""))
 
 
 def panel_grid(count: int) -> tuple[int, int]:
@@ -109,6 +133,23 @@ def panel_grid(count: int) -> tuple[int, int]:
     return math.ceil(count / cols), cols
 
 
+# --------------------------------------------------------------------------
+# what is drawn
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Line:
+    """One curve of the figure (``variant`` None: a reference shared by all)."""
+
+    variant: str | None
+    algorithm: str
+    label: str
+    color: Any
+    linestyle: Any
+    marker: str
+    reference: bool
+    dodge: float = 1.0  # x multiplier, so the interval bars of nearby curves do not overlap
+
+
 def _ordered(present: Sequence[str], preferred: Sequence[str] | None) -> list[str]:
     """Names in ``present``, in the order of ``preferred`` first, then sorted."""
     seen = list(dict.fromkeys(present))
@@ -116,23 +157,274 @@ def _ordered(present: Sequence[str], preferred: Sequence[str] | None) -> list[st
     return head + sorted(x for x in seen if x not in head)
 
 
-def _series(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.sort_values("epsilon", kind="mergesort")
-
-
-def _same_curves(table: pd.DataFrame, algorithm: str, variants: Sequence[str]) -> bool:
-    """Whether ``algorithm`` has the same mean-error curve under every variant."""
+def _same_curves(table: pd.DataFrame, algorithm: str, variants: Sequence[str], stat: str) -> bool:
+    """Whether ``algorithm`` has the same curve under every variant in ``variants``."""
     sub = table[table["algorithm"] == algorithm]
-    present = [v for v in variants if v in set(sub["variant"])]
-    if len(present) <= 1:
-        return True
-    keyed = sub.set_index(["dataset", "epsilon", "variant"])["mse_mean"].unstack("variant")
-    if keyed[present].isna().any().any() and not keyed[present].isna().all(axis=1).any():
-        return False
-    base = keyed[present[0]].to_numpy(dtype=float)
+    keyed = sub.set_index(["dataset", "epsilon", "variant"])[stat].unstack("variant")
+    base = keyed[variants[0]].to_numpy(dtype=float)
     return all(
-        np.allclose(keyed[v].to_numpy(dtype=float), base, rtol=1e-12, atol=0.0, equal_nan=True)
-        for v in present[1:]
+        np.allclose(keyed[v].to_numpy(dtype=float), base, rtol=1e-9, atol=0.0, equal_nan=True)
+        for v in variants[1:]
+    )
+
+
+def _private_lines(table, var_order, alg_order) -> list[_Line]:
+    """Private curves: colour by algorithm (registry), or by variant when one algorithm."""
+    pairs = [
+        (v, a)
+        for a in alg_order
+        if not is_reference(a)
+        for v in var_order
+        if ((table["algorithm"] == a) & (table["variant"] == v)).any()
+    ]
+    algs = list(dict.fromkeys(a for _, a in pairs))
+    variants = list(dict.fromkeys(v for v, _ in pairs))
+    several = len(var_order) > 1
+    palette = _palette(len(variants))
+    lines = []
+    for i, (v, a) in enumerate(pairs):
+        colour, style, marker = algorithm_style(a)
+        if len(algs) == 1 and len(variants) > 1:  # one algorithm, compared across variants
+            colour, style = palette[variants.index(v)], "-"
+        elif len(variants) > 1:  # several algorithms and variants: style tells the variant
+            style = _VARIANT_STYLES[variants.index(v) % len(_VARIANT_STYLES)]
+        label = algorithm_label(a) + (f" · {v}" if several else "")
+        dodge = 10 ** (0.018 * (i - (len(pairs) - 1) / 2))
+        lines.append(_Line(v, a, label, colour, style, marker, False, dodge))
+    return lines
+
+
+def _reference_lines(table, var_order, alg_order, stat) -> list[_Line]:
+    """Reference curves: once when equal under every variant, else once per variant."""
+    lines = []
+    several = len(var_order) > 1
+    for a in alg_order:
+        if not is_reference(a):
+            continue
+        present = [
+            v for v in var_order if ((table["algorithm"] == a) & (table["variant"] == v)).any()
+        ]
+        colour, style, marker = algorithm_style(a)
+        if len(present) == 1 or _same_curves(table, a, present, stat):
+            suffix = " (every variant)" if several and len(present) > 1 else ""
+            if several and len(present) == 1:
+                suffix = f" · {present[0]}"
+            lines.append(_Line(None, a, algorithm_label(a) + suffix, colour, style, marker, True))
+            continue
+        for k, v in enumerate(present):
+            dash = _VARIANT_DASHES[k % len(_VARIANT_DASHES)]
+            lines.append(_Line(v, a, f"{algorithm_label(a)} · {v}", colour, dash, marker, True))
+    return lines
+
+
+def _palette(count: int) -> list[Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10" if count <= 10 else "tab20"]
+    return [cmap(i % cmap.N) for i in range(max(count, 1))]
+
+
+# --------------------------------------------------------------------------
+# one panel
+# --------------------------------------------------------------------------
+@dataclass
+class _PanelFlags:
+    outside: bool = False
+    failed: bool = False
+    interval: bool = False
+    offscale: int = 0
+
+
+def _cap_value(part: pd.DataFrame, stat: str, cap: float | None) -> float:
+    """The panel's off-scale threshold: ``cap`` x the largest trivial error (inf if none)."""
+    if cap is None:
+        return math.inf
+    trivial = part.loc[part["algorithm"] == "trivial", stat].to_numpy(dtype=float)
+    trivial = trivial[np.isfinite(trivial) & (trivial > 0)]
+    return float(cap * trivial.max()) if trivial.size else math.inf
+
+
+def _rows(part: pd.DataFrame, line: _Line) -> pd.DataFrame:
+    rows = part[part["algorithm"] == line.algorithm]
+    if line.variant is not None:
+        rows = rows[rows["variant"] == line.variant]
+    elif len(rows):
+        rows = rows[rows["variant"] == rows["variant"].iloc[0]]
+    return rows.sort_values("epsilon", kind="mergesort")
+
+
+def _draw_line(ax, rows: pd.DataFrame, line: _Line, stat: str, top: float, flags: _PanelFlags):
+    """Draw one curve; return its legend handle.  Off-scale points become edge markers."""
+    eps = rows["epsilon"].to_numpy(dtype=float) * line.dodge
+    y = rows[stat].to_numpy(dtype=float)
+    off = np.isfinite(y) & (y > top)
+    shown = np.where(off, np.nan, y)
+    if not line.reference:
+        lo_q, hi_q = rows["mse_q25"].to_numpy(dtype=float), rows["mse_q75"].to_numpy(dtype=float)
+        ax.fill_between(eps, lo_q, np.minimum(hi_q, top), color=line.color, alpha=0.12, lw=0)
+        lo_col, hi_col = f"{stat}_lo", f"{stat}_hi"
+        if lo_col in rows and hi_col in rows:
+            lo, hi = rows[lo_col].to_numpy(dtype=float), rows[hi_col].to_numpy(dtype=float)
+            ok = np.isfinite(shown) & np.isfinite(lo) & np.isfinite(hi)
+            if ok.any():
+                ax.errorbar(
+                    eps[ok],
+                    shown[ok],
+                    yerr=[shown[ok] - lo[ok], np.minimum(hi[ok], top) - shown[ok]],
+                    fmt="none",
+                    ecolor=line.color,
+                    elinewidth=0.9,
+                    capsize=2.0,
+                    zorder=2.5,
+                )
+                flags.interval = True
+    (handle,) = ax.plot(
+        eps,
+        shown,
+        color=line.color,
+        ls=line.linestyle,
+        lw=1.4 if line.reference else 1.6,
+        marker=line.marker or None,
+        ms=4,
+        zorder=1.5 if line.reference else 2,
+    )
+    if off.any():
+        ax.plot(
+            eps[off],
+            np.full(off.sum(), top),
+            ls="none",
+            marker="^",
+            ms=7,
+            mfc=line.color,
+            mec="0.15",
+            mew=0.6,
+            clip_on=False,
+            zorder=4,
+        )
+        flags.offscale += int(off.sum())
+    at = np.where(off, top, shown)  # markers of off-scale points sit on the edge too
+    flags.outside |= _mark(ax, eps, at, rows["outside_validity"].to_numpy(), line.color, "o")
+    flags.failed |= _mark(ax, eps, at, rows["failed"].to_numpy() > 0, line.color, "x")
+    return handle
+
+
+def _mark(ax, eps, y, flag, colour, marker: str) -> bool:
+    """Mark the points where ``flag`` is true (failed points without a value: at the bottom)."""
+    flag = np.asarray(flag, dtype=bool)
+    if not flag.any():
+        return False
+    if marker == "x":
+        ymin = np.nanmin(y) if np.isfinite(y).any() else 1.0
+        y = np.where(np.isfinite(y), y, ymin)
+        ax.plot(
+            eps[flag],
+            y[flag],
+            ls="none",
+            marker="x",
+            ms=5,
+            mec=colour,
+            mew=1.0,
+            zorder=3,
+            clip_on=False,
+        )
+    else:
+        ax.plot(
+            eps[flag],
+            y[flag],
+            ls="none",
+            marker="o",
+            ms=6,
+            mfc="none",
+            mec=colour,
+            mew=1.1,
+            zorder=3,
+        )
+    return True
+
+
+def _set_limits(ax, part: pd.DataFrame, stat: str, top: float, flags: _PanelFlags) -> None:
+    """Log y-limits from the values on scale; the top edge is the cap when points are off it."""
+    cols = [c for c in (stat, "mse_q25", f"{stat}_lo") if c in part]
+    vals = part[cols].to_numpy(dtype=float).ravel()
+    vals = vals[np.isfinite(vals) & (vals > 0) & (vals <= top)]
+    highs = [c for c in (stat, f"{stat}_hi", "mse_q75") if c in part]
+    hi_vals = part[highs].to_numpy(dtype=float).ravel()
+    hi_vals = hi_vals[np.isfinite(hi_vals) & (hi_vals > 0) & (hi_vals <= top)]
+    if not vals.size:
+        return
+    bottom = vals.min() / 1.4
+    upper = (
+        top if flags.offscale else min(top, (hi_vals.max() if hi_vals.size else vals.max()) * 1.4)
+    )
+    ax.set_ylim(bottom, max(upper, bottom * 10))
+
+
+def _draw_panel(ax, part, lines, stat, cap, flags: _PanelFlags, handles: dict) -> int:
+    """Draw one dataset's curves; return how many points are off scale."""
+    top = _cap_value(part, stat, cap)
+    before = flags.offscale
+    for line in lines:
+        rows = _rows(part, line)
+        if rows.empty:
+            continue
+        handles.setdefault(line.label, _draw_line(ax, rows, line, stat, top, flags))
+    ax.set_xscale("log")
+    ax.set_yscale("log", nonpositive="mask")
+    panel = _PanelFlags(offscale=flags.offscale - before)
+    _set_limits(ax, part, stat, top, panel)
+    ax.grid(True, which="major", alpha=0.3, lw=0.6)
+    if part[stat].isna().all():
+        ax.text(0.5, 0.5, "no successful trials", transform=ax.transAxes, ha="center")
+    return panel.offscale
+
+
+# --------------------------------------------------------------------------
+# the figure
+# --------------------------------------------------------------------------
+def _prepare(table: pd.DataFrame, experiment: str, stat: str) -> pd.DataFrame:
+    if stat not in ("median", "mean"):
+        raise DPRegError(f"statistic must be 'median' or 'mean', got {stat!r}")
+    needs = [*_TABLE_NEEDS, f"mse_{stat}", "mse_q25", "mse_q75"]
+    missing = [c for c in needs if c not in table.columns]
+    if missing:
+        raise DPRegError(f"summary table lacks column(s) {', '.join(missing)}")
+    if table.empty:
+        raise DPRegError(f"experiment {experiment!r}: the summary table is empty")
+    table = table.copy()
+    for col in ("dataset", "variant", "algorithm"):
+        table[col] = table[col].astype(str)
+    table["outside_validity"] = table["outside_validity"].astype(bool)
+    return table
+
+
+def _title(title: str | None, experiment: str, algorithms: Sequence[str]) -> str:
+    text = title or experiment
+    if "diffprivlib" in algorithms and "diffprivlib" not in text.lower():
+        text += " (and diffprivlib)"
+    return text
+
+
+def _legend(fig, handles: dict, flags: _PanelFlags, stat: str, level: float | None, cap) -> None:
+    legend = dict(handles)
+    legend["band: interquartile range"] = _proxy(marker="s", ms=8, mfc="0.85", mec="0.85")
+    if flags.interval:
+        what = f"{level:.0%} " if level else ""
+        legend[f"bars: {what}bootstrap CI of the {stat}"] = Line2D(
+            [], [], color="0.2", marker="|", ms=8, ls="none"
+        )
+    if flags.offscale:
+        legend[f"▲ off scale (> {cap:g}× trivial)"] = _proxy(marker="^", mfc="0.6", mec="0.15")
+    if flags.outside:
+        legend["outside the calibration's validity"] = _proxy(marker="o", mfc="none", mec="0.2")
+    if flags.failed:
+        legend["some trials failed"] = _proxy(marker="x", mec="0.2")
+    fig.legend(
+        list(legend.values()),
+        list(legend.keys()),
+        loc="outside lower center",
+        ncol=_legend_columns(list(legend), fig.get_figwidth()),
+        fontsize=8.5,
+        frameon=False,
     )
 
 
@@ -147,6 +439,9 @@ def plot_experiment(
     variants: Sequence[str] | None = None,
     algorithms: Sequence[str] | None = None,
     note: str | None = None,
+    statistic: str = "median",
+    cap: float | None = DEFAULT_CAP,
+    level: float | None = None,
     dpi: int = 150,
 ) -> Figure:
     """Draw one experiment's summary table: error vs epsilon, one panel per dataset.
@@ -154,13 +449,15 @@ def plot_experiment(
     Parameters
     ----------
     table : pandas.DataFrame
-        Output of :func:`dpreg.summary.summarise` (columns dataset, variant,
-        algorithm, epsilon, failed, mse_mean, mse_q25, mse_q75,
-        outside_validity).
+        Output of :func:`dpreg.summary.summarise` (dataset, variant,
+        algorithm, epsilon, failed, outside_validity, mse_<statistic>,
+        mse_q25, mse_q75 and, when present, the interval columns
+        mse_<statistic>_lo/hi).
     experiment : str
         Experiment id (the figure title when ``title`` is None).
     title : str, optional
-        Figure title.
+        Figure title; " (and diffprivlib)" is added when that peer is drawn
+        and the title does not name it.
     dataset_info : mapping
         Dataset name -> (n, d), shown in the panel titles; its order is the
         panel order (datasets of the table it does not list come last).
@@ -169,169 +466,71 @@ def plot_experiment(
     variants, algorithms : sequence of str, optional
         Legend order (default: sorted names).
     note : str, optional
-        A line printed under the title (e.g. that an optional peer was not
-        installed and its curve is missing).
+        A line printed under the title.
+    statistic : {"median", "mean"}
+        The plotted statistic.
+    cap : float or None
+        Points whose statistic exceeds ``cap`` x the panel's largest trivial
+        error are drawn as triangles on the top edge and counted; None draws
+        every value to scale.
+    level : float, optional
+        Confidence level of the intervals, named in the legend.
     dpi : int
         Resolution of the PNG.
 
     Returns
     -------
     matplotlib.figure.Figure
-        The figure (already saved), e.g. to inspect titles and legend.
+        The figure (already saved).
 
     Raises
     ------
     DPRegError
-        If a needed column is missing or the table is empty.
-
-    Notes
-    -----
-    One line per (variant, algorithm), labelled ``algorithm`` when the table
-    has one variant and ``algorithm · variant`` otherwise.  The band is the
-    interquartile range of the test MSE over folds and repeats.
+        If a needed column is missing, the table is empty or the statistic
+        is unknown.
     """
-    missing = [c for c in _TABLE_NEEDS if c not in table.columns]
-    if missing:
-        raise DPRegError(f"summary table lacks column(s) {', '.join(missing)}")
-    if table.empty:
-        raise DPRegError(f"experiment {experiment!r}: the summary table is empty")
-    table = table.copy()
-    for col in ("dataset", "variant", "algorithm"):
-        table[col] = table[col].astype(str)
-    table["outside_validity"] = table["outside_validity"].astype(bool)
-
+    table = _prepare(table, experiment, statistic)
+    stat = f"mse_{statistic}"
     datasets = _ordered(list(table["dataset"]), list(dataset_info))
     var_order = _ordered(list(table["variant"]), variants)
     alg_order = _ordered(list(table["algorithm"]), algorithms)
-    several_variants = len(var_order) > 1
-
-    private_lines = [
-        (v, a)
-        for a in alg_order
-        if not is_reference(a)
-        for v in var_order
-        if ((table["algorithm"] == a) & (table["variant"] == v)).any()
-    ]
-    private_algs = list(dict.fromkeys(a for _, a in private_lines))
-    colours: dict[tuple[str, str], object] = {}
-    if len(private_lines) == len(private_algs):  # one variant per algorithm
-        fallback = iter(_palette(len(private_lines)))
-        for v, a in private_lines:
-            colours[(v, a)] = _ALGORITHM_COLOURS.get(a) or next(fallback)
-    else:
-        for (v, a), c in zip(private_lines, _palette(len(private_lines)), strict=True):
-            colours[(v, a)] = c
-
-    # reference lines: (variant or None when shared, algorithm)
-    reference_lines: list[tuple[str | None, str]] = []
-    for a in alg_order:
-        if not is_reference(a):
-            continue
-        present = [
-            v for v in var_order if ((table["algorithm"] == a) & (table["variant"] == v)).any()
-        ]
-        if len(present) > 1 and _same_curves(table, a, present):
-            reference_lines.append((None, a))
-        else:
-            reference_lines.extend((v, a) for v in present)
-
-    def label(variant: str | None, algorithm: str) -> str:
-        if not several_variants:
-            return algorithm
-        if variant is None:
-            return f"{algorithm} (every variant)"
-        return f"{algorithm} · {variant}"
+    lines = _private_lines(table, var_order, alg_order) + _reference_lines(
+        table, var_order, alg_order, stat
+    )
 
     nrows, ncols = panel_grid(len(datasets))
-    fig = Figure(figsize=(4.3 * ncols, 3.4 * nrows + 0.9), layout="constrained")
+    fig = Figure(figsize=(4.4 * ncols, 3.5 * nrows + 1.0), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False)
-    handles: dict[str, Line2D] = {}
-    any_outside = False
-    any_failed = False
-
+    handles: dict[str, Any] = {}
+    flags = _PanelFlags()
     for idx, ds in enumerate(datasets):
         ax = axes[idx // ncols][idx % ncols]
-        part = table[table["dataset"] == ds]
-        for v, a in private_lines:
-            sub = _series(part[(part["variant"] == v) & (part["algorithm"] == a)])
-            if sub.empty:
-                continue
-            eps = sub["epsilon"].to_numpy(dtype=float)
-            colour = colours[(v, a)]
-            ax.fill_between(
-                eps,
-                sub["mse_q25"].to_numpy(dtype=float),
-                sub["mse_q75"].to_numpy(dtype=float),
-                color=colour,
-                alpha=0.15,
-                linewidth=0,
-            )
-            (line,) = ax.plot(
-                eps, sub["mse_mean"].to_numpy(dtype=float), color=colour, lw=1.6, ls="-"
-            )
-            handles.setdefault(label(v, a), line)
-            any_outside |= _mark(ax, sub, "outside_validity", colour, "o")
-            any_failed |= _mark(ax, sub, "failed", colour, "x")
-        for k, (v, a) in enumerate(reference_lines):
-            rows = part[part["algorithm"] == a]
-            if rows.empty:
-                continue
-            shown = (
-                v if v is not None else next(x for x in var_order if (rows["variant"] == x).any())
-            )
-            sub = _series(rows[rows["variant"] == shown])
-            if sub.empty:
-                continue
-            colour, style = REFERENCE_STYLES.get(a, ("0.3", "-."))
-            if v is not None and several_variants:
-                same_alg = [x for x in reference_lines if x[1] == a]
-                if len(same_alg) > 1:
-                    dashes = _VARIANT_DASHES.get(a, _OTHER_DASHES)
-                    style = dashes[same_alg.index((v, a)) % len(dashes)]
-            (line,) = ax.plot(
-                sub["epsilon"].to_numpy(dtype=float),
-                sub["mse_mean"].to_numpy(dtype=float),
-                color=colour,
-                ls=style,
-                lw=1.4,
-                zorder=1.5 + 0.01 * k,
-            )
-            handles.setdefault(label(v, a), line)
-            any_failed |= _mark(ax, sub, "failed", colour, "x")
-        ax.set_xscale("log")
-        ax.set_yscale("log", nonpositive="mask")
-        ax.grid(True, which="major", alpha=0.3, lw=0.6)
+        off = _draw_panel(ax, table[table["dataset"] == ds], lines, stat, cap, flags, handles)
         n_d = dataset_info.get(ds)
-        ax.set_title(f"{ds} (n={int(n_d[0])}, d={int(n_d[1])})" if n_d else ds, fontsize=10)
+        name = f"{ds} (n={int(n_d[0])}, d={int(n_d[1])})" if n_d else ds
+        ax.set_title(name + (f"  ▲ {off} off scale" if off else ""), fontsize=10)
         ax.set_xlabel("ε")
         if idx % ncols == 0:
-            ax.set_ylabel("test MSE (mean)")
-        if part["mse_mean"].isna().all():
-            ax.text(0.5, 0.5, "no successful trials", transform=ax.transAxes, ha="center")
+            ax.set_ylabel(f"{statistic} {SCALE_LABEL}", fontsize=9)
     for idx in range(len(datasets), nrows * ncols):
         axes[idx // ncols][idx % ncols].set_visible(False)
 
-    legend = dict(handles)
-    if private_lines:
-        legend["band: interquartile range"] = _proxy(marker="s", ms=8, mfc="0.85", mec="0.85")
-    if any_outside:
-        legend["outside classical-Gaussian validity"] = _proxy(marker="o", mfc="none", mec="0.2")
-    if any_failed:
-        legend["some trials failed"] = _proxy(marker="x", mec="0.2")
-    fig.legend(
-        list(legend.values()),
-        list(legend.keys()),
-        loc="outside lower center",
-        ncol=_legend_columns(list(legend), fig.get_figwidth()),
-        fontsize=8.5,
-        frameon=False,
-    )
-    fig.suptitle(title or experiment, fontsize=12)
+    _legend(fig, handles, flags, statistic, level, cap)
+    fig.suptitle(_title(title, experiment, alg_order), fontsize=12)
     if note:
         fig.text(0.5, 0.955, note, ha="center", va="top", fontsize=8.5, color="0.3")
+    _save(fig, out_png, out_pdf, dpi)
+    return fig
+
+
+def _save(fig: Figure, out_png, out_pdf, dpi: int) -> None:
+    """Lay the figure out once, freeze it, and save PNG and PDF (no timestamps)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()
+    fig.set_layout_engine("none")
     fig.savefig(out_png, dpi=dpi, metadata={"Software": None})
     fig.savefig(out_pdf, metadata={"CreationDate": None, "ModDate": None, "Producer": None})
-    return fig
 
 
 def _legend_columns(labels: list[str], width_in: float, fontsize: float = 8.5) -> int:
@@ -339,49 +538,6 @@ def _legend_columns(labels: list[str], width_in: float, fontsize: float = 8.5) -
     char_in = 0.55 * fontsize / 72  # average glyph width of DejaVu Sans
     column_in = max(len(t) for t in labels) * char_in + 0.75  # + handle and padding
     return max(1, min(4, len(labels), int(width_in // column_in)))
-
-
-def _palette(count: int) -> list[object]:
-    from matplotlib import colormaps
-
-    cmap = colormaps["tab10" if count <= 10 else "tab20"]
-    return [cmap(i % cmap.N) for i in range(count)]
-
-
-def _mark(ax, sub: pd.DataFrame, column: str, colour: object, marker: str) -> bool:
-    """Mark the points of ``sub`` where ``column`` is true (> 0)."""
-    flag = sub[column].to_numpy()
-    flag = flag.astype(bool) if flag.dtype == bool else flag > 0
-    y = sub["mse_mean"].to_numpy(dtype=float)
-    if not flag.any():
-        return False
-    if marker == "x":
-        # a failed point may have no mean; put the cross on the lower axis edge then
-        ymin = np.nanmin(y) if np.isfinite(y).any() else 1.0
-        y = np.where(np.isfinite(y), y, ymin)
-        ax.plot(
-            sub["epsilon"].to_numpy(dtype=float)[flag],
-            y[flag],
-            ls="none",
-            marker="x",
-            ms=5,
-            mec=colour,
-            mew=1.0,
-            zorder=3,
-        )
-    else:
-        ax.plot(
-            sub["epsilon"].to_numpy(dtype=float)[flag],
-            y[flag],
-            ls="none",
-            marker="o",
-            ms=6,
-            mfc="none",
-            mec=colour,
-            mew=1.1,
-            zorder=3,
-        )
-    return True
 
 
 def _proxy(**kw) -> Line2D:
