@@ -16,6 +16,11 @@ from dpreg.plots import plot_experiment  # noqa: E402
 from dpreg.tables import read_table  # noqa: E402
 
 plot = smk.params.plot
+experiment = smk.config["experiments"][plot["experiment"]]
+# the plotted statistic (median unless the experiment asks for the mean) and the
+# confidence level of the interval bars; from params when the rule passes them
+statistic = plot.get("statistic") or experiment.get("statistic", "median")
+level = plot.get("level") or (smk.config.get("bootstrap") or {}).get("level", 0.95)
 dataset_info = {}
 for name, path in zip(plot["datasets"], smk.input.metas, strict=True):
     with open(path, encoding="utf-8") as fh:
@@ -32,4 +37,6 @@ plot_experiment(
     variants=plot["variants"],
     algorithms=plot["algorithms"],
     note=plot.get("note"),
+    statistic=statistic,
+    level=level,
 )
