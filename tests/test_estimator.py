@@ -466,3 +466,12 @@ def test_share_below_floor_same_message_as_sweep(make_data, name):
     with pytest.raises(DPRegError, match=TOO_SMALL) as err:
         PrivateLinearRegression(name, epsilon=eps, random_state=0).fit(X, y)
     assert _sweep_error(X, y, name, eps) == str(err.value)
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import dpreg.estimator
+
+    result = doctest.testmod(dpreg.estimator, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted >= 10
