@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dpreg._validation import DPRegError
 from dpreg.algorithms import get_algorithm
 from dpreg.mechanisms import Release, compose, gdp_delta
 from dpreg.preprocess import VariantSpec
@@ -61,6 +62,7 @@ def ledger_entry(
     spec: VariantSpec | None = None,
     bound_x: float = 1.0,
     bound_y: float = 1.0,
+    n: int | None = None,
 ) -> dict[str, Any]:
     """The full ledger record of one (algorithm, epsilon).
 
@@ -71,7 +73,7 @@ def ledger_entry(
     """
     alg = get_algorithm(algorithm)
     releases = alg.releases(
-        epsilon=epsilon, delta=delta, d=d, rho=rho, bound_x=bound_x, bound_y=bound_y
+        epsilon=epsilon, delta=delta, d=d, rho=rho, bound_x=bound_x, bound_y=bound_y, n=n
     )
     rel_dicts = []
     for r in releases:
@@ -208,20 +210,25 @@ def ledger_report(config: Mapping[str, Any], dims: Mapping[str, int]) -> dict[st
                 repr(float(e)): peer_entry(name, e, delta=delta) for e in config["epsilons"]
             }
             continue
-        per_ds = {
-            ds: {
-                repr(float(e)): ledger_entry(name, epsilon=e, delta=delta, d=d, rho=rho)
-                for e in config["epsilons"]
+        try:
+            per_ds = {
+                ds: {
+                    repr(float(e)): ledger_entry(name, epsilon=e, delta=delta, d=d, rho=rho)
+                    for e in config["epsilons"]
+                }
+                for ds, d in sorted(dims.items())
             }
-            for ds, d in sorted(dims.items())
-        }
+        except DPRegError as err:
+            if "depends on n" not in str(err):
+                raise
+            algorithms[name] = {
+                "note": "the calibration depends on the training-fold size n: the releases of "
+                "every run are in the trial tables' releases column"
+            }
+            continue
         texts = {json.dumps(v, sort_keys=True, default=str) for v in per_ds.values()}
         if len(texts) <= 1:  # the releases do not depend on d: record them once
-            d = max(dims.values()) if dims else 1
-            algorithms[name] = {
-                repr(float(e)): ledger_entry(name, epsilon=e, delta=delta, d=d, rho=rho)
-                for e in config["epsilons"]
-            }
+            algorithms[name] = next(iter(per_ds.values()))
         else:
             algorithms[name] = per_ds
     variants = {}
