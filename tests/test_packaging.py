@@ -223,6 +223,52 @@ def test_config_readme_counts_match_the_config():
     assert grid and _NUMBERS[grid.group(1)] == len(config["epsilons"])
 
 
+def _readme_config_examples() -> list[dict]:
+    """The YAML examples of config/README.md, each merged into the default config."""
+    import copy
+
+    text = (ROOT / "config" / "README.md").read_text()
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    merged = []
+    for block in re.findall(r"```yaml\n(.*?)```", text, flags=re.S):
+        # hashes shortened for reading ("2283...f8be") stand for a full one
+        block = re.sub(r"(sha256:\s*)[0-9a-f]+\.\.\.[0-9a-f]+", r"\g<1>" + "a" * 64, block)
+        example = yaml.safe_load(block)
+        if not set(example) <= set(schema["properties"]):
+            example = {"datasets": example}  # a fragment of dataset entries
+        merged.append(_deep_merge(copy.deepcopy(config), example))
+    return merged
+
+
+def _deep_merge(base: dict, extra: dict) -> dict:
+    """``extra`` over ``base``; an example's ``# ...`` keeps the keys it leaves out."""
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _deep_merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def test_config_readme_examples_are_valid_configs():
+    import jsonschema
+
+    from dpreg.algorithms import ALGORITHMS
+    from dpreg.peers import PEERS
+
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    examples = _readme_config_examples()
+    assert len(examples) >= 4
+    for cfg in examples:
+        jsonschema.validators.validator_for(schema)(schema).validate(cfg)
+        for exp_id, exp in cfg["experiments"].items():
+            assert set(exp["algorithms"]) <= set(ALGORITHMS) | set(PEERS), exp_id
+            assert set(exp["variants"]) <= set(cfg["variants"]), exp_id
+            datasets = exp.get("datasets", "all")
+            assert datasets == "all" or set(datasets) <= set(cfg["datasets"]), exp_id
+
+
 def test_pytest_runs_strict():
     ini = PYPROJECT["tool"]["pytest"]["ini_options"]
     assert {"--strict-markers", "--strict-config"} <= set(ini["addopts"].split())
