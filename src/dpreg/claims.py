@@ -956,9 +956,10 @@ def render_markdown(claims: pd.DataFrame) -> str:
                 f"**{row.verdict}** | {row.supported} / {row.contradicted} / {row.inconclusive}"
                 f" of {row.points} | {_num(row.ratio)} ({_num(row.ratio_lo)}–{_num(row.ratio_hi)}) |"
             )
+        lines.append("")
         for row in exp_rows.itertuples(index=False):
             if row.statement:
-                lines.append(f"\n- {row.claim}: {row.statement}")
+                lines.append(f"- {row.claim}: {row.statement}")
             bad = points[(points["claim"] == row.claim) & (points["verdict"] == "contradicted")]
             if len(bad):
                 where = "; ".join(
@@ -1021,8 +1022,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "evaluate":
             cfg = _load_config(args.config)
-            files = {
-                exp: sorted(Path(args.trials, exp).glob("*.csv.gz")) for exp in cfg["experiments"]
+            files = {}
+            for exp in cfg["experiments"]:
+                found = sorted(Path(args.trials, exp).glob("*.csv.gz")) + sorted(
+                    Path(args.trials, exp).glob("*.parquet")
+                )
+                if found:
+                    files[exp] = found
+                elif parse_claims(exp, cfg["experiments"][exp]):
+                    print(
+                        f"note: no trial files under {args.trials}/{exp}/; its claims are left out",
+                        file=sys.stderr,
+                    )
+            cfg = {
+                **cfg,
+                "experiments": {e: x for e, x in cfg["experiments"].items() if e in files},
             }
             write_claims(evaluate_claims(cfg, files), args.out)
         else:
