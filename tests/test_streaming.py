@@ -17,6 +17,7 @@ import pytest
 
 import dpreg.data
 from dpreg.preprocess import ArraySource, fold_statistics
+from dpreg.stats import ScoreStats
 from dpreg.sweep import assign_folds, sweep_dataset
 
 N, D_RANDOM = 5000, 6
@@ -168,7 +169,45 @@ def test_fold_statistics_chunked_equals_whole(vname):
         np.testing.assert_allclose(c.test.ur, w.test.ur, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("vname", ["global-maxnorm", "train-clip-test"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        VARIANTS["train-maxnorm"],
+        VARIANTS["global-maxnorm"],
+        {"stats": "train", "scale": "maxnorm", "center_y": False, "intercept": True},
+        {"stats": "train", "scale": "maxnorm", "intercept": "thesis"},
+    ],
+)
+def test_maxnorm_statistics_from_moments_equal_the_mapped_rows(spec):
+    """The moments route gives the statistics of the explicitly transformed rows."""
+    X, y = _synthetic(N, seed=11)
+    fold = assign_folds(N, 5, seed=2, dataset="synth")
+    src = _CountingSource(ArraySource(X, y, fold, chunk_rows=CHUNK))
+    fds = fold_statistics(src, spec, folds=5)
+    assert src.passes <= 3  # a peek at the first chunk, the moments, the row norms
+    for fd in fds:
+        tr = fd.transform
+        train, test = fold != fd.fold, fold == fd.fold
+        Xm, ym = tr.transform_train(X[train], y[train])  # raises if a row breaks the bound
+        # x_max is the exact largest feature norm of the statistics rows (training rows,
+        # or every row for global statistics): some row sits on the bound
+        rows = train if spec["stats"] == "train" else np.ones(N, dtype=bool)
+        assert tr.feature_norms(tr._features(X[rows], clip=True)).max() == pytest.approx(
+            tr.x_max, rel=1e-14
+        )
+        assert fd.train.n == train.sum()
+        np.testing.assert_allclose(fd.train.xtx, Xm.T @ Xm, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(fd.train.xty, Xm.T @ ym, rtol=1e-10, atol=1e-10)
+        assert fd.train.yty == pytest.approx(float(ym @ ym), rel=1e-10)
+        ref = ScoreStats.from_arrays(*tr.transform_test(X[test], y[test]))
+        assert fd.test.m == ref.m
+        for name in ("uu", "ur", "rr", "t_sum", "t_sq"):
+            np.testing.assert_allclose(
+                getattr(fd.test, name), getattr(ref, name), rtol=1e-10, atol=1e-9, err_msg=name
+            )
+
+
+@pytest.mark.parametrize("vname", ["global-maxnorm", "train-maxnorm", "train-clip-test"])
 def test_fold_statistics_memory_independent_of_rows(vname):
     """Peak traced allocation stays at a few chunks while the table is 80x larger."""
     n, chunk = 200_000, 2_500

@@ -6,6 +6,7 @@ handled by the same code as an in-memory one.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from dpreg._validation import DPRegError, check_finite_array
+from dpreg.preprocess.private import PublicRanges, RawMoments, _mapped_moments
 from dpreg.preprocess.spec import RowSource, VariantSpec
 from dpreg.preprocess.transform import FittedTransform, FoldData, _safe_norm, _safe_sd
 from dpreg.stats import BOUND_RTOL, ScoreStats, SuffStats
@@ -131,6 +133,8 @@ def fold_statistics(
         configs = [np.ones(K, dtype=bool)]
     else:
         configs = [np.arange(K) != k for k in range(K)]
+    if spec.scale == "maxnorm" and spec.clip_sigma is None:
+        return _affine_maxnorm_statistics(source, spec, K, configs)
     partial = _fit_partial(source, spec, K, configs)
     if spec.scale == "maxnorm":
         return _maxnorm_statistics(source, partial, K, global_stats=spec.stats == "global")
@@ -143,14 +147,20 @@ def fold_statistics(
 
 
 def _fit_partial(
-    source: RowSource, spec: VariantSpec, K: int, configs: list[np.ndarray]
+    source: RowSource,
+    spec: VariantSpec,
+    K: int,
+    configs: list[np.ndarray],
+    raw: list[dict[str, Any]] | None = None,
 ) -> list[FittedTransform]:
     """Per config: the transform with clipping, centring and standardisation fitted.
 
     The unit-ball scale is left at 1 (``x_max = y_max2 = 1``); it is fitted
-    by the pass that follows.
+    by the pass that follows.  ``raw`` holds the per-config moments when a
+    pass already gathered them.
     """
-    raw = _moments_pass(source, K, None, configs)
+    if raw is None:
+        raw = _moments_pass(source, K, None, configs)
     taus = None
     std_stats = raw
     if spec.clip_sigma is not None:
@@ -235,6 +245,174 @@ def _train_rownorm_statistics(
             if m.any():
                 test[k] = test[k] + ScoreStats.from_arrays(*tr.transform_test(X[m], y[m]))
     return [FoldData(k, partial[k], train[k], test[k]) for k in range(K)]
+
+
+def _gram_pass(source: RowSource, K: int) -> tuple[np.ndarray, float, list[RawMoments]]:
+    """Per-fold raw moments of the rows, shifted by the first chunk's means (one pass).
+
+    Returns ``(shift, yshift, moments)``.  Shifting by a value near the
+    column means keeps the later conversion to centred moments
+    (``sum (x - mean)(x - mean)^T`` from ``sum x x^T``) free of cancellation.
+    """
+    X0, y0, _ = next(iter(source.chunks()))
+    shift = X0.mean(axis=0) if X0.shape[0] else np.zeros(source.d)
+    yshift = float(y0.mean()) if y0.shape[0] else 0.0
+    moms = [RawMoments.zeros(source.d) for _ in range(K)]
+    for X, y, f in source.chunks():
+        A = X - shift
+        b = y - yshift
+        for k in range(K):
+            m = f == k
+            if m.any():
+                moms[k] = moms[k] + RawMoments.of_rows(A[m], b[m])
+    for k, m in enumerate(moms):
+        if not (np.isfinite(m.sxx).all() and np.isfinite(m.sxy).all() and math.isfinite(m.syy)):
+            bad = [j for j in range(source.d) if not np.isfinite(m.sxx[j, j])]
+            what = f"feature column {bad[0]} (0-based)" if bad else "the target"
+            raise DPRegError(
+                f"fold {k}: sums of squares of {what} overflow float64; rescale the data"
+            )
+    return shift, yshift, moms
+
+
+def _config_moments(
+    moms: list[RawMoments], shift: np.ndarray, yshift: float, sel: np.ndarray
+) -> dict[str, Any]:
+    """Mean, sd, y mean and y range of the rows of the folds selected by ``sel``.
+
+    The same quantities as :meth:`_Moments.over`, from the raw moments.
+    """
+    total = RawMoments.zeros(shift.size)
+    for k in np.flatnonzero(sel):
+        total = total + moms[k]
+    n = total.n
+    if n < 2:
+        raise DPRegError("a statistics fold holds fewer than 2 rows; use fewer folds")
+    m1 = total.sx / n
+    m2 = np.diag(total.sxx) / n
+    var = m2 - m1 * m1
+    # below the rounding floor of the shifted sums the column is constant
+    var = np.where(var > 1e-12 * m2, var, 0.0) * n / (n - 1)
+    return {
+        "n": n,
+        "mean": shift + m1,
+        "sd": np.sqrt(var),
+        "ymean": yshift + total.sy / n,
+        "ymin": yshift + total.ylo,
+        "ymax": yshift + total.yhi,
+    }
+
+
+def _max_feature_norms(
+    source: RowSource, partial: list[FittedTransform], *, global_stats: bool
+) -> np.ndarray:
+    """Per config: the largest feature norm of its training rows under its transform.
+
+    One pass.  With ``w = 1 / sd^2`` a row's squared feature norm under
+    transform ``k`` is ``sum_j w_kj (x_j - mean_kj)^2`` (plus 1 for the
+    scaled intercept column), a linear function of ``(x_j^2, x_j)``: one
+    ``(chunk, 2d) x (2d, K)`` product gives every row's norm under every
+    fold's transform, without forming the transformed rows.  The row
+    attaining each maximum is then mapped exactly and its norm recomputed,
+    so the result is the exact norm of that row (the expanded form only
+    chooses the row; ties within rounding do not matter for the bound).
+    """
+    shift = partial[0].x_mean  # any fixed centre; the first transform's mean
+    W = np.empty((2 * source.d, len(partial)))
+    const = np.empty(len(partial))
+    for c, tr in enumerate(partial):
+        w = 1.0 / tr.x_sd**2
+        a = tr.x_mean - shift
+        W[: source.d, c] = w
+        W[source.d :, c] = -2.0 * w * a
+        const[c] = float(w @ (a * a)) + (1.0 if tr.spec.intercept_form == "scaled" else 0.0)
+    best = np.full(len(partial), -np.inf)
+    best_row: list[np.ndarray | None] = [None] * len(partial)
+    for X, _, f in source.chunks():
+        if X.shape[0] == 0:
+            continue
+        A = X - shift
+        sq = np.hstack([A * A, A]) @ W + const
+        if not global_stats:
+            sq[np.arange(X.shape[0]), f] = -np.inf  # a fold's own rows are its test rows
+        idx = np.argmax(sq, axis=0)
+        top = sq[idx, np.arange(len(partial))]
+        for c in np.flatnonzero(top > best):
+            best[c] = top[c]
+            best_row[c] = X[idx[c]].copy()
+    out = np.ones(len(partial))
+    for c, (tr, row) in enumerate(zip(partial, best_row, strict=True)):
+        if row is not None:
+            exact = float(tr.feature_norms(tr._features(row[None, :], clip=True))[0])
+            out[c] = exact if exact > 0 else 1.0
+    return out
+
+
+def _affine_maxnorm_statistics(
+    source: RowSource, spec: VariantSpec, K: int, configs: list[np.ndarray]
+) -> list[FoldData]:
+    """Fold statistics of ``maxnorm`` without clipping, from per-fold raw moments.
+
+    The map ``x -> D (x - mean)`` (``D`` = one over sd times ``x_max``) and
+    ``y -> (y - y_center) / y_scale`` are affine, so a fold's training and
+    test statistics follow from the raw moments of its rows
+    (``sum x x^T``, ``sum x y``, ...; Kalaja 2020, Sec. 3.2 for the maps).
+    Two passes over the rows whatever ``K``: the moments of every fold
+    (:func:`_gram_pass`), then every training row's feature norm under its
+    fold's transform (:func:`_max_feature_norms`).  Nothing of size
+    ``n x d`` is allocated beyond one chunk.
+
+    The largest training feature norm is 1 after the division by
+    ``x_max`` (to rounding, well inside :data:`~dpreg.stats.BOUND_RTOL`) and
+    ``|y| <= 1`` holds by the choice of ``y_scale``; both are checked.
+    """
+    shift, yshift, moms = _gram_pass(source, K)
+    raw = [_config_moments(moms, shift, yshift, sel) for sel in configs]
+    partial = _fit_partial(source, spec, K, configs, raw=raw)
+    global_stats = spec.stats == "global"
+    scales = _max_feature_norms(source, partial, global_stats=global_stats)
+    # the moments' centre, as the (degenerate) ranges _mapped_moments reads it from
+    centre = PublicRanges(shift, shift, yshift, yshift, "fold statistics")
+    total = RawMoments.zeros(source.d)
+    for m in moms:
+        total = total + m
+    out = []
+    for k in range(K):
+        c = 0 if global_stats else k
+        tr = replace(partial[c], x_max=float(scales[c]))
+        train_m = total - moms[k]
+        n_train = int(round(train_m.n))
+        xx, xy, yy, _ = _mapped_moments(tr, centre, train_m)
+        # the config's rows bound |y'| (for global statistics: every row)
+        ext = max(tr.y_center - raw[c]["ymin"], raw[c]["ymax"] - tr.y_center)
+        if ext / tr.y_scale > 1.0 + BOUND_RTOL:
+            raise DPRegError(
+                f"training rows of fold {k} have |y| up to {ext / tr.y_scale:.17g} > 1 after "
+                "scaling; rows must satisfy |y_i| <= 1 before any private release"
+            )
+        train = SuffStats(n_train, xx, xy, float(yy), spec.row_bound, 1.0)
+        out.append(FoldData(k, tr, train, _test_stats(tr, centre, moms[k])))
+    return out
+
+
+def _test_stats(tr: FittedTransform, centre: Any, m: RawMoments) -> ScoreStats:
+    """Test-fold :class:`ScoreStats` under ``tr`` from the fold's raw moments.
+
+    As :meth:`FittedTransform.transform_test` with ``maxnorm``: ``U = g x'``
+    and ``r = g y'`` with ``g = y_scale / t_scale``, ``t = r + o``,
+    ``o = (y_center - t_center) / t_scale``.
+    """
+    uu, uy, yy, sy = _mapped_moments(tr, centre, m)
+    g = tr.y_scale / tr.t_scale
+    o = (tr.y_center - tr.t_center) / tr.t_scale
+    return ScoreStats(
+        int(round(m.n)),
+        uu * g * g,
+        uy * g * g,
+        float(yy * g * g),
+        float(sy * g + m.n * o),
+        float(yy * g * g + 2 * o * sy * g + m.n * o * o),
+    )
 
 
 def _maxnorm_statistics(
