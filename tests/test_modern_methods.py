@@ -104,15 +104,23 @@ def test_safety_test_fails_on_small_n_and_passes_on_large_n():
     """The test needs t ~ m/4 above ln(1/(2 delta))/eps2 (26.2 at eps = 1)."""
     alg = get_algorithm("tukey-em")
     X, y = rows(600, 3, seed=2)  # m = 100, t = 25: k_hat <= 23 < 26.2
-    res = alg.fit(stats_of(X, y), epsilon=1.0, delta=DELTA, rng=np.random.default_rng(4),
-                  size=40, rows=(X, y), capture=True)
+    res = alg.fit(
+        stats_of(X, y),
+        epsilon=1.0,
+        delta=DELTA,
+        rng=np.random.default_rng(4),
+        size=40,
+        rows=(X, y),
+        capture=True,
+    )
     thr = math.log(1 / (2 * DELTA)) / 0.5
     np.testing.assert_array_equal(res.failed, res.released["ptr_distance"] <= thr)
     assert res.failed.mean() >= 0.8  # P(Lap(2) > 3.2) = 0.1 per trial
     assert np.isnan(res.theta[res.failed]).all()
     X, y = rows(40000, 3, seed=2)  # m = 6666, t = 1666
-    res = alg.fit(stats_of(X, y), epsilon=1.0, delta=DELTA, rng=np.random.default_rng(4),
-                  size=4, rows=(X, y))
+    res = alg.fit(
+        stats_of(X, y), epsilon=1.0, delta=DELTA, rng=np.random.default_rng(4), size=4, rows=(X, y)
+    )
     assert not res.failed.any()
     rel = np.linalg.norm(res.theta - ols(X, y), axis=1) / np.linalg.norm(ols(X, y))
     assert rel.max() < 0.05
@@ -122,8 +130,9 @@ def test_tukey_tends_to_the_deepest_region_as_epsilon_grows():
     """At huge epsilon the mechanism picks the deepest level: a box around the
     coordinate-wise median of the models, within the models' spread of OLS."""
     X, y = rows(20000, 3, seed=3, noise=0.01)
-    res = get_algorithm("tukey-em").fit(stats_of(X, y), epsilon=1e4, delta=DELTA,
-                                         rng=np.random.default_rng(0), size=5, rows=(X, y))
+    res = get_algorithm("tukey-em").fit(
+        stats_of(X, y), epsilon=1e4, delta=DELTA, rng=np.random.default_rng(0), size=5, rows=(X, y)
+    )
     rel = np.linalg.norm(res.theta - ols(X, y), axis=1) / np.linalg.norm(ols(X, y))
     assert not res.failed.any() and rel.max() < 0.01
 
@@ -180,7 +189,9 @@ def test_statistics_drawn_sketch_matches_a_row_level_sketch_in_law():
     iu = np.triu_indices(p)
     z = (drawn.mean(0) - rowlevel.mean(0))[iu] / np.sqrt(2 * var / N)[iu]
     assert np.abs(z).max() < 4.6
-    np.testing.assert_allclose(drawn.mean(0)[iu], k * C[iu], atol=(4.6 * np.sqrt(var / N))[iu].max())
+    np.testing.assert_allclose(
+        drawn.mean(0)[iu], k * C[iu], atol=(4.6 * np.sqrt(var / N))[iu].max()
+    )
     np.testing.assert_allclose(drawn.var(0)[iu], var[iu], rtol=0.12)
     np.testing.assert_allclose(rowlevel.var(0)[iu], var[iu], rtol=0.12)
 
@@ -199,7 +210,7 @@ def test_sheffet_scales_equal_the_closed_forms(name, half):
     w2 = 4 * B2 / eps * (math.sqrt(2 * k * L) + L)
     assert rel[0].mechanism == "laplace" and rel[0].scale == pytest.approx(4 * B2 / eps)
     assert rel[0].sensitivity == pytest.approx(bx**2 + by**2)
-    assert rel[1].scale**2 == pytest.approx(w2)
+    assert rel[1].scale ** 2 == pytest.approx(w2)
     assert rel[0].epsilon + rel[1].epsilon == pytest.approx(eps)
     assert rel[0].valid is (not half)
 
@@ -210,15 +221,15 @@ def test_sheffet_takes_the_noise_free_branch_as_epsilon_grows():
     A^T A singular and the test fail; 0.1% noise keeps lambda_min positive)."""
     X, y = rows(3000, 4, seed=5, noise=1e-3)
     alg = get_algorithm("sketch-ols")
-    res = alg.fit(stats_of(X, y), epsilon=1e7, delta=DELTA, rng=np.random.default_rng(0),
-                  size=6, capture=True)
+    res = alg.fit(
+        stats_of(X, y), epsilon=1e7, delta=DELTA, rng=np.random.default_rng(0), size=6, capture=True
+    )
     k, w2 = sketch.sheffet_sizes(4, 1e7, DELTA, 2.0)
     thr = w2 + 4 * 2.0 * math.log(1 / DELTA) / 1e7
     assert (res.released["lambda_min_test"] > thr).all()
     rel = np.linalg.norm(res.theta - ols(X, y), axis=1) / np.linalg.norm(ols(X, y))
     assert rel.max() < 5e-3
-    small = alg.fit(stats_of(X, y), epsilon=0.1, delta=DELTA, rng=np.random.default_rng(0),
-                    size=6)
+    small = alg.fit(stats_of(X, y), epsilon=0.1, delta=DELTA, rng=np.random.default_rng(0), size=6)
     assert np.linalg.norm(small.theta - ols(X, y), axis=1).min() > 1e-3
 
 
@@ -278,8 +289,9 @@ def test_ihm_releases_compose_to_the_budget():
     g1 = sketch.ihm_gamma(eps / 2, DELTA / 4, k, T)
     assert lam.scale == pytest.approx(bx**2 * g1 / math.sqrt(k))
     # the lambda_min share is the classical Gaussian mechanism's epsilon for that scale
-    assert mech.classical_sigma(epsilon=lam.epsilon, delta=DELTA / 4,
-                                sensitivity=bx**2) == pytest.approx(lam.scale)
+    assert mech.classical_sigma(
+        epsilon=lam.epsilon, delta=DELTA / 4, sensitivity=bx**2
+    ) == pytest.approx(lam.scale)
     assert lam.epsilon + sk.epsilon == pytest.approx(eps / 2)
     assert len(grads) == T and all(r.sensitivity == pytest.approx(bx * by) for r in grads)
     # T gradient releases jointly: exactly the analytic Gaussian at (eps/2, delta/4)
@@ -294,8 +306,15 @@ def test_ihm_tends_to_ols_as_epsilon_grows_with_enough_iterations():
     X, y = rows(5000, 4, seed=6, by=1.0)
     st = stats_of(X, y)
     alg = get_algorithm("ihm")
-    res = alg.fit(st, epsilon=1e5, delta=DELTA, rng=np.random.default_rng(0), size=4,
-                  rows=(X, y), params={"T": 40})
+    res = alg.fit(
+        st,
+        epsilon=1e5,
+        delta=DELTA,
+        rng=np.random.default_rng(0),
+        size=4,
+        rows=(X, y),
+        params={"T": 40},
+    )
     ref = ols(X, y)
     rel = np.linalg.norm(res.theta - ref, axis=1) / np.linalg.norm(ref)
     assert rel.max() < 1e-3
@@ -312,10 +331,10 @@ def test_dpgd_scales_equal_the_closed_forms(eps):
     assert rho + 2 * math.sqrt(rho * math.log(1 / DELTA)) == pytest.approx(eps)
     bx, by, n, T = 1.5, 0.5, 1000, 3
     gamma = bx * by
-    lev = get_algorithm("dp-gd-lev").releases(epsilon=eps, delta=DELTA, d=3, bound_x=bx,
-                                              bound_y=by, n=n)
-    ar = get_algorithm("dp-gd").releases(epsilon=eps, delta=DELTA, d=3, bound_x=bx,
-                                         bound_y=by, n=n)
+    lev = get_algorithm("dp-gd-lev").releases(
+        epsilon=eps, delta=DELTA, d=3, bound_x=bx, bound_y=by, n=n
+    )
+    ar = get_algorithm("dp-gd").releases(epsilon=eps, delta=DELTA, d=3, bound_x=bx, bound_y=by, n=n)
     # spec M16 on the mean gradient: sigma^2 = 2 T gamma^2 / (rho n^2) (replace-one)
     assert (lev[0].scale / n) ** 2 == pytest.approx(2 * T * gamma**2 / (rho * n**2))
     assert ar[0].scale == pytest.approx(lev[0].scale / 2)  # add/remove: sensitivity gamma
@@ -329,8 +348,15 @@ def test_dpgd_tends_to_clipped_gradient_descent_as_epsilon_grows():
     st = stats_of(X, y)
     eta = 2000 / np.linalg.eigvalsh(X.T @ X)[-1]  # step 1/lambda_max of the mean loss
     # at eps = 1e14 the noise on theta is about (eta/n) sqrt(T/(2 eps)) sqrt(T) ~ 2e-8
-    res = get_algorithm("dp-gd").fit(st, epsilon=1e14, delta=DELTA, rng=np.random.default_rng(0),
-                                     size=3, rows=(X, y), params={"T": 60, "eta": eta})
+    res = get_algorithm("dp-gd").fit(
+        st,
+        epsilon=1e14,
+        delta=DELTA,
+        rng=np.random.default_rng(0),
+        size=3,
+        rows=(X, y),
+        params={"T": 60, "eta": eta},
+    )
     theta = np.zeros(3)
     for _ in range(60):
         theta = theta + eta / 2000 * X.T @ np.clip(y - X @ theta, -1.0, 1.0)

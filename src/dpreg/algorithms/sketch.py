@@ -115,9 +115,7 @@ SHEFFET_RHO = 1e-10
 # --------------------------------------------------------------------------
 # the sketch-Gram identity
 # --------------------------------------------------------------------------
-def sketch_gram(
-    eig: tuple[np.ndarray, np.ndarray], s2: np.ndarray, G: np.ndarray
-) -> np.ndarray:
+def sketch_gram(eig: tuple[np.ndarray, np.ndarray], s2: np.ndarray, G: np.ndarray) -> np.ndarray:
     """Gram matrices of Gaussian sketches ``S M + s N``, drawn from ``M^T M``.
 
     Parameters
@@ -229,8 +227,8 @@ def mixing_rdp(alpha: float, gamma: float, k: int) -> float:
     """
     if not (1.0 < alpha < gamma):
         return math.inf
-    return k / (2.0 * (alpha - 1.0)) * (
-        alpha * math.log1p(-1.0 / gamma) - math.log1p(-alpha / gamma)
+    return (
+        k / (2.0 * (alpha - 1.0)) * (alpha * math.log1p(-1.0 / gamma) - math.log1p(-alpha / gamma))
     )
 
 
@@ -287,6 +285,7 @@ def ihm_gamma(epsilon_half: float, delta_prime: float, k: int, T: int) -> float:
     (the authors' code bisects to an absolute 1e-6).  Solved once per
     ``(epsilon, delta, k, T)`` (cached); scale by ``B_X^2`` for other bounds.
     """
+
     def g(v: float) -> float:
         return ihm_epsilon(1.0 + math.exp(v), k, delta_prime, T)[0] - epsilon_half
 

@@ -130,7 +130,9 @@ def resolve_m(m: Any, n: int, d: int) -> int:
     """
     if isinstance(m, str):
         if m != "auto":
-            raise DPRegError(f"tukey: hyperparameter m must be an integer >= 4 or 'auto', got {m!r}")
+            raise DPRegError(
+                f"tukey: hyperparameter m must be an integer >= 4 or 'auto', got {m!r}"
+            )
         value = n // (2 * d)
     elif isinstance(m, bool) or not isinstance(m, int | np.integer):
         raise DPRegError(f"tukey: hyperparameter m must be an integer >= 4 or 'auto', got {m!r}")
@@ -203,8 +205,9 @@ def _suffix_min_h(logV: np.ndarray, eps2: float) -> np.ndarray:
     return np.minimum.accumulate(h[:, ::-1], axis=1)[:, ::-1]
 
 
-def _certified(logV: np.ndarray, S: np.ndarray, k: np.ndarray, t: int, eps2: float,
-               log_thr: float, stop: int) -> np.ndarray:
+def _certified(
+    logV: np.ndarray, S: np.ndarray, k: np.ndarray, t: int, eps2: float, log_thr: float, stop: int
+) -> np.ndarray:
     """Whether ``k`` (one per row of ``logV``) is certified, using depths up to ``stop``.
 
     With 0-based indices ``a = t - k - 2`` (depth ``t-k-1``) and
