@@ -416,3 +416,81 @@ def test_too_few_statistics_rows_rejected():
     fold = np.array([0, 0, 0, 0, 0, 1])
     with pytest.raises(DPRegError, match="fewer than 2 rows"):
         fold_statistics(ArraySource(X, y, fold), {"stats": "train"}, folds=2)
+
+
+# --------------------------------------------------------------------------
+# the intercept: today's scaled form and the thesis' Eq. 3.6
+# --------------------------------------------------------------------------
+def _intercept_data(n=240, seed=4):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3)) * [1.0, 3.0, 0.2] + [5.0, -1.0, 0.0]
+    y = X @ [0.4, -0.2, 2.0] + 7.0 + rng.normal(size=n)
+    return X, y, np.arange(n) % 4
+
+
+@pytest.mark.parametrize("stats", ["train", "global"])
+def test_thesis_intercept_keeps_the_ones_column_and_bounds_rows_by_sqrt2(stats):
+    X, y, fold = _intercept_data()
+    spec = VariantSpec.from_dict(
+        {"stats": stats, "scale": "maxnorm", "center_y": False, "intercept": "thesis"}
+    )
+    assert spec.intercept_form == "thesis" and spec.row_bound == math.sqrt(2)
+    for fd in fold_statistics(ArraySource(X, y, fold), spec, folds=4):
+        m = fold != fd.fold
+        Xm, ym = fd.transform.transform_train(X[m], y[m])
+        np.testing.assert_array_equal(Xm[:, -1], 1.0)  # Eq. 3.6: theta_0 times 1
+        feat = np.linalg.norm(Xm[:, :-1], axis=1)
+        if stats == "train":  # x_max is the largest training feature norm: attained
+            assert feat.max() == pytest.approx(1.0, rel=1e-12)
+        assert feat.max() <= 1 + 1e-12
+        assert np.linalg.norm(Xm, axis=1).max() <= math.sqrt(2) * (1 + 1e-12)
+        assert fd.train.bound_x == math.sqrt(2) and fd.train.bound_y == 1.0
+        np.testing.assert_allclose(fd.train.xtx, Xm.T @ Xm, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(fd.train.xty, Xm.T @ ym, rtol=1e-10, atol=1e-12)
+
+
+def test_scaled_intercept_divides_the_ones_column_by_x_max():
+    X, y, fold = _intercept_data()
+    for value in (True, "scaled"):
+        spec = VariantSpec.from_dict({"scale": "maxnorm", "center_y": False, "intercept": value})
+        assert spec.intercept_form == "scaled" and spec.row_bound == 1.0
+        fd = fold_statistics(ArraySource(X, y, fold), spec, folds=4)[1]
+        Xm, _ = fd.transform.transform_train(X[fold != 1], y[fold != 1])
+        np.testing.assert_allclose(Xm[:, -1], 1.0 / fd.transform.x_max, rtol=1e-15)
+        assert np.linalg.norm(Xm, axis=1).max() == pytest.approx(1.0, rel=1e-12)
+        assert fd.train.bound_x == 1.0
+
+
+@pytest.mark.parametrize("form", ["scaled", "thesis"])
+def test_unstandardised_coefficients_reproduce_predictions_with_an_intercept(form):
+    X, y, fold = _intercept_data()
+    spec = VariantSpec.from_dict({"scale": "maxnorm", "center_y": False, "intercept": form})
+    tr = fold_statistics(ArraySource(X, y, fold), spec, folds=4)[0].transform
+    theta = np.random.default_rng(1).normal(size=(3, 4))
+    b0, coef = tr.unstandardize(theta)
+    np.testing.assert_allclose(b0[:, None] + coef @ X.T, tr.predict(X, theta), rtol=1e-10)
+
+
+def test_thesis_bound_reaches_the_sensitivities():
+    from dpreg.algorithms import ALGORITHMS
+
+    X, y, fold = _intercept_data()
+    spec = VariantSpec.from_dict({"scale": "maxnorm", "center_y": False, "intercept": "thesis"})
+    st = fold_statistics(ArraySource(X, y, fold), spec, folds=4)[0].train
+    rel = ALGORITHMS["adassp"].releases(
+        epsilon=1.0, delta=1e-6, d=st.d, bound_x=st.bound_x, bound_y=st.bound_y
+    )
+    assert [r.sensitivity for r in rel] == pytest.approx([2.0, 2.0, math.sqrt(2)])
+
+
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ({"intercept": "thesis", "scale": "rownorm"}, "'thesis'.*maxnorm"),
+        ({"intercept": "yes"}, "intercept.*scaled.*thesis"),
+        ({"intercept": 1}, "intercept"),
+    ],
+)
+def test_bad_intercept_values_are_refused(spec, match):
+    with pytest.raises(DPRegError, match=match):
+        VariantSpec.from_dict(spec, "v")
