@@ -1,4 +1,4 @@
-"""dpreg.claims: design bootstrap, paired ratios, verdicts, claims.csv, README block."""
+"""dpreg.bootstrap and dpreg.claims: design bootstrap, paired ratios, verdicts, README block."""
 
 from __future__ import annotations
 
@@ -12,20 +12,22 @@ import pandas as pd
 import pytest
 
 from dpreg import DPRegError
-from dpreg.claims import (
+from dpreg.bootstrap import (
     DesignBootstrap,
     bootstrap_intervals,
-    evaluate_claims,
     expanded_alpha,
+    paired_ratios,
+    resample_counts,
+)
+from dpreg.claims import (
+    evaluate_claims,
     main,
     overall_verdict,
-    paired_ratios,
     parse_claims,
     point_verdicts,
     readme_block,
     render_markdown,
     replace_readme_block,
-    resample_counts,
 )
 from dpreg.tables import CLAIM_COLUMNS, read_claims, write_claims
 

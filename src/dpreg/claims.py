@@ -1,74 +1,21 @@
-"""Bootstrap intervals, paired comparisons and computed verdicts.
+"""Claims as data: paired comparisons with computed verdicts.
 
-The sweep runs every (dataset, variant, algorithm, epsilon) on the same K
-cross-validation folds with R noise repeats per fold, so one cell of a
-trial table is indexed by (fold, repeat).  This module turns those trials
-into
+An experiment of the configuration may state *claims*: two cells (an
+algorithm under a variant) compared on the same datasets and epsilons, the
+statistic (mean or median), and the expected direction (lower, higher, or
+equal within a relative margin).  This module
 
-- confidence intervals for the mean and the median test MSE of every cell
-  (:func:`bootstrap_intervals`, used by :func:`dpreg.summary.summarise`);
-- paired effects: the ratio of a statistic of two cells of the same dataset
-  and epsilon (two algorithms, or two variants), with its interval
-  (:func:`paired_ratios`);
-- verdicts on *claims* stated in the configuration (:func:`evaluate_claims`),
-  written to ``results/tables/claims.csv`` and rendered into the results
-  README (:func:`render_markdown`).
+- checks the claims of a configuration (:func:`parse_claims`);
+- computes, per claim, dataset and epsilon, the ratio of the two statistics
+  with its paired bootstrap interval (:func:`dpreg.bootstrap.paired_ratios`:
+  folds, and repeats within folds, resampled; paired by (fold, repeat));
+- turns the intervals into verdicts by the rule of :func:`point_verdicts`
+  and :func:`overall_verdict` (written down in config/README.md);
+- writes ``results/tables/claims.csv`` (:func:`evaluate_claims`) and renders
+  it into the results README (:func:`render_markdown`,
+  ``python -m dpreg.claims readme``).
 
-The resampling design
----------------------
-A replicate draws K folds with replacement from the K folds and, for each
-drawn fold, R repeats with replacement from that fold's R repeats (two-stage
-resampling of nested data, Davison & Hinkley 1997, section 3.8).  Why both
-stages:
-
-- The folds are the outer unit.  Trials of one fold share the training and
-  test rows, so their errors are correlated; resampling single trials as if
-  they were independent would ignore that and give intervals that are too
-  narrow.  Resampling folds carries the between-fold variation into the
-  interval, i.e. the interval is about the expected error over fold splits
-  and noise draws, not only over the noise of this one split.
-- Within a fold the repeats are independent noise draws given the data, so
-  they are exchangeable and are resampled too; this lets the interval of a
-  median or of a heavy-tailed mean reflect the noise distribution and not
-  only K fold averages (with K = 10 a fold-only bootstrap has at most 10
-  distinct values per resample for a non-private reference).
-- Resampling at both stages with replacement counts the within-fold
-  variance roughly twice, while the between-fold part is shrunk by
-  (K - 1) / K and, with only K = 10 folds, its spread is itself uncertain.
-  The second problem is corrected by taking *expanded* percentiles
-  (:func:`expanded_alpha`, Hesterberg 2015) with n = K; the first makes the
-  intervals err on the wide side where the DP noise dominates, so a claim is
-  then rather called inconclusive than supported by chance.
-
-Measured on synthetic designs y = 1 + a_fold + e (K = 10, R = 10, 95%,
-2000 replicates; ``tests/test_claims.py`` repeats the first): noise-dominated
-(sd(a) = 0.5, sd(e) = 2) coverage of the mean 0.98 with intervals 1.4x the
-width of the exact normal interval; fold-dominated (sd(a) = 1, sd(e) = 0.1)
-0.93; equal parts (0.3, 0.3) 0.94.  The plain percentile interval gave
-0.96, 0.88 and 0.88, and resampling folds only with expanded percentiles
-0.92, 0.93, 0.91 (300 designs each, Monte Carlo sd about 0.013).
-
-Every replicate applies the same (fold, repeat) indices to every cell of a
-dataset, so two cells are resampled jointly, paired by (fold, repeat), and a
-ratio of their statistics is bootstrapped with its correlation intact.
-Failed trials (NaN error) are left out of both statistics of a replicate, as
-they are in the tables.
-
-Determinism: the replicate indices of a dataset come from the two streams
-``seed_sequence(seed, "bootstrap", dataset, "folds", K)`` and
-``seed_sequence(seed, "bootstrap", dataset, "repeats", K, R)`` (names hashed,
-:mod:`dpreg.seeding`), drawn replicate by replicate, so they do not depend on
-what else is configured, on job order, and the first B replicates stay the
-same when the resample count grows.
-
-References
-----------
-Davison, A. C. & Hinkley, D. V. (1997). *Bootstrap Methods and their
-Application*. Cambridge University Press, section 3.8 (multi-stage sampling).
-Efron, B. & Tibshirani, R. J. (1993). *An Introduction to the Bootstrap*.
-Chapman & Hall, chapter 13 (percentile intervals).
-Hesterberg, T. C. (2015). What teachers should know about the bootstrap.
-*The American Statistician* 69(4), 371-386 (expanded percentile interval).
+The bootstrap names are re-exported here for convenience.
 """
 
 from __future__ import annotations
@@ -86,12 +33,22 @@ import numpy as np
 import pandas as pd
 
 from dpreg._validation import DPRegError
-from dpreg.seeding import seed_sequence
+from dpreg.bootstrap import (
+    BOOTSTRAP_TRIAL_COLUMNS,
+    DEFAULT_LEVEL,
+    DEFAULT_RESAMPLES,
+    STATISTICS,
+    DesignBootstrap,
+    bootstrap_intervals,
+    check_level,
+    check_resamples,
+    expanded_alpha,
+    paired_ratios,
+    resample_counts,
+)
 from dpreg.tables import (
     CLAIM_COLUMNS,
     CLAIM_DTYPES,
-    GROUP_KEYS,
-    INTERVAL_COLUMNS,
     conform,
     empty_frame,
     read_claims,
@@ -108,7 +65,9 @@ __all__ = [
     "Claim",
     "DesignBootstrap",
     "bootstrap_intervals",
+    "bootstrap_settings",
     "evaluate_claims",
+    "expanded_alpha",
     "overall_verdict",
     "paired_ratios",
     "parse_claims",
@@ -118,364 +77,14 @@ __all__ = [
     "resample_counts",
 ]
 
-#: Default confidence level of every interval (config key ``bootstrap.level``).
-DEFAULT_LEVEL = 0.95
-#: Default number of bootstrap replicates (config key ``bootstrap.resamples``).
-DEFAULT_RESAMPLES = 2000
 #: Default share of points that must support a claim (claim key ``quorum``).
 DEFAULT_QUORUM = 0.5
 
-STATISTICS = ("mean", "median")
 EXPECTATIONS = ("lower", "higher", "equal")
 SOURCES = ("thesis", "ours")
 
-#: Columns a trial table needs for the bootstrap.
-BOOTSTRAP_TRIAL_COLUMNS = [*GROUP_KEYS, "fold", "repeat", "mse", "failed"]
-
 README_BEGIN = "<!-- claims:begin (generated by python -m dpreg.claims readme) -->"
 README_END = "<!-- claims:end -->"
-
-
-# --------------------------------------------------------------------------
-# the resampling design
-# --------------------------------------------------------------------------
-def resample_counts(
-    folds: int, repeats: int, resamples: int, *, seed: int, dataset: str
-) -> np.ndarray:
-    """How often each (fold, repeat) enters each bootstrap replicate.
-
-    Parameters
-    ----------
-    folds, repeats : int
-        K and R of the design.
-    resamples : int
-        Number of replicates B.
-    seed : int
-        The configuration's root seed.
-    dataset : str
-        Dataset name (part of the stream key).
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(B, K * R)`` float64 counts, row b summing to K R; column
-        ``k * R + r`` is trial (fold k, repeat r).  Replicate b draws K folds
-        with replacement, then R repeats with replacement within each drawn
-        fold (see the module docstring).
-    """
-    K, R, B = int(folds), int(repeats), int(resamples)
-    if K < 1 or R < 1 or B < 1:
-        raise DPRegError(f"bootstrap needs folds, repeats, resamples >= 1, got {K}, {R}, {B}")
-    f_rng = np.random.default_rng(seed_sequence(seed, "bootstrap", dataset, "folds", K))
-    r_rng = np.random.default_rng(seed_sequence(seed, "bootstrap", dataset, "repeats", K, R))
-    fold_pick = f_rng.integers(0, K, size=(B, K))  # row-major: prefix-stable in B
-    rep_pick = r_rng.integers(0, R, size=(B, K, R))
-    flat = (np.arange(B)[:, None, None] * (K * R) + fold_pick[:, :, None] * R + rep_pick).ravel()
-    return np.bincount(flat, minlength=B * K * R).reshape(B, K * R).astype(np.float64)
-
-
-def _check_level(level: float) -> float:
-    if isinstance(level, bool) or not isinstance(level, int | float) or not 0 < level < 1:
-        raise DPRegError(f"bootstrap.level must lie in (0, 1), got {level!r}")
-    return float(level)
-
-
-def _check_resamples(resamples: int) -> int:
-    if isinstance(resamples, bool) or not isinstance(resamples, int | np.integer) or resamples < 1:
-        raise DPRegError(f"bootstrap.resamples must be an integer >= 1, got {resamples!r}")
-    return int(resamples)
-
-
-class DesignBootstrap:
-    """The (fold, repeat) design of one dataset's trials and its replicates.
-
-    Parameters
-    ----------
-    trials : pandas.DataFrame
-        Trials of ONE dataset with the columns
-        ``dataset, variant, algorithm, epsilon, fold, repeat, mse, failed``.
-    seed : int
-        Root seed of the configuration.
-    resamples : int
-        Number of bootstrap replicates B.
-
-    Attributes
-    ----------
-    cells : pandas.DataFrame
-        One row per (dataset, variant, algorithm, epsilon), in sorted order.
-    values : numpy.ndarray
-        ``(G, K R)`` test MSE of each cell; NaN for a failed or missing trial.
-    counts : numpy.ndarray
-        ``(B, K R)`` replicate counts from :func:`resample_counts`.
-    """
-
-    def __init__(self, trials: pd.DataFrame, *, seed: int, resamples: int):
-        missing = [c for c in BOOTSTRAP_TRIAL_COLUMNS if c not in trials.columns]
-        if missing:
-            raise DPRegError(f"trial table lacks column(s) {', '.join(missing)} for the bootstrap")
-        names = trials["dataset"].astype(str).unique()
-        if len(names) != 1:
-            raise DPRegError(f"DesignBootstrap takes one dataset, got {sorted(names)}")
-        self.dataset = str(names[0])
-        frame = trials[BOOTSTRAP_TRIAL_COLUMNS].copy()
-        for col in ("dataset", "variant", "algorithm"):
-            frame[col] = frame[col].astype(str)
-        frame["epsilon"] = frame["epsilon"].astype(float)
-        mse = frame["mse"].to_numpy(dtype=float)
-        bad = frame["failed"].to_numpy(dtype=bool) | ~np.isfinite(mse)
-        fold_ids, fold_idx = np.unique(frame["fold"].to_numpy(), return_inverse=True)
-        rep_ids, rep_idx = np.unique(frame["repeat"].to_numpy(), return_inverse=True)
-        K, R = len(fold_ids), len(rep_ids)
-        cell_idx = frame.groupby(GROUP_KEYS, sort=True).ngroup().to_numpy()
-        self.cells = (
-            frame[GROUP_KEYS].drop_duplicates().sort_values(GROUP_KEYS, kind="mergesort")
-        ).reset_index(drop=True)
-        G = len(self.cells)
-        slot = fold_idx * R + rep_idx
-        if len(np.unique(cell_idx * (K * R) + slot)) != len(frame):
-            raise DPRegError(
-                f"dataset {self.dataset!r}: a (variant, algorithm, epsilon, fold, repeat) "
-                "occurs more than once in the trials"
-            )
-        self.values = np.full((G, K * R), np.nan)
-        self.values[cell_idx, slot] = np.where(bad, np.nan, mse)
-        self.folds, self.repeats = K, R
-        self.resamples = _check_resamples(resamples)
-        self.counts = resample_counts(K, R, self.resamples, seed=seed, dataset=self.dataset)
-        self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-
-    def index_of(self, variant: str, algorithm: str, epsilon: float) -> int | None:
-        """Row of a cell in :attr:`cells`, or None when it is not in the trials."""
-        hit = np.flatnonzero(
-            (self.cells["variant"].to_numpy() == variant)
-            & (self.cells["algorithm"].to_numpy() == algorithm)
-            & np.isclose(self.cells["epsilon"].to_numpy(), float(epsilon), rtol=1e-12, atol=0)
-        )
-        return int(hit[0]) if len(hit) else None
-
-    def statistic(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """(point estimates ``(G,)``, replicates ``(B, G)``) of ``mean`` or ``median``."""
-        if name not in STATISTICS:
-            raise DPRegError(f"unknown statistic {name!r}; known: {', '.join(STATISTICS)}")
-        if name not in self._cache:
-            ok = np.isfinite(self.values)
-            if name == "mean":
-                est = _masked_mean(self.values, ok)
-                num = self.counts @ np.where(ok, self.values, 0.0).T
-                den = self.counts @ ok.T.astype(np.float64)
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    reps = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
-            else:
-                est = np.array(
-                    [
-                        np.median(v[o]) if o.any() else np.nan
-                        for v, o in zip(self.values, ok, strict=True)
-                    ]
-                )
-                counts_t = np.ascontiguousarray(self.counts.T.astype(np.int32))
-                reps = np.empty((self.resamples, len(self.values)))
-                for g, (v, o) in enumerate(zip(self.values, ok, strict=True)):
-                    reps[:, g] = _weighted_medians(counts_t, v, o)
-            self._cache[name] = (est, reps)
-        return self._cache[name]
-
-
-def _masked_mean(values: np.ndarray, ok: np.ndarray) -> np.ndarray:
-    n = ok.sum(axis=1)
-    total = np.where(ok, values, 0.0).sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n > 0, total / np.maximum(n, 1), np.nan)
-
-
-def _weighted_medians(counts_t: np.ndarray, values: np.ndarray, ok: np.ndarray) -> np.ndarray:
-    """Median of each replicate of one cell: the multiset ``values[j]`` x ``counts_t[j, b]``.
-
-    ``counts_t`` is the transposed ``(K R, B)`` integer count matrix (rows are
-    gathered in sorted-value order, which is fast in this layout).  numpy's
-    convention for an even count is kept (mean of the two middle values), so
-    a replicate with every count 1 gives ``np.median(values)``.
-    """
-    B = counts_t.shape[1]
-    if not ok.any():
-        return np.full(B, np.nan)
-    idx = np.flatnonzero(ok)
-    order = idx[np.argsort(values[idx], kind="stable")]
-    sorted_vals = values[order]
-    cum = np.cumsum(counts_t[order], axis=0, dtype=np.int32)
-    total = cum[-1]
-    lo = (cum > ((total - 1) // 2)[None, :]).argmax(axis=0)
-    hi = (cum > (total // 2)[None, :]).argmax(axis=0)
-    out = 0.5 * (sorted_vals[lo] + sorted_vals[hi])
-    return np.where(total > 0, out, np.nan)
-
-
-def expanded_alpha(level: float, clusters: int) -> float:
-    """Two-sided tail mass of Hesterberg's expanded percentile interval.
-
-    With n top-level units the plain percentile interval is too narrow (the
-    bootstrap variance of a mean is (n - 1)/n of the sample variance, and
-    the normal quantile ignores that the spread is estimated from n units).
-    The expanded interval takes the percentiles at
-    ``alpha' / 2 = Phi(-sqrt(n / (n - 1)) * t_{n-1, 1 - alpha/2})``
-    (Hesterberg 2015, section 4.2); for n = 10 and 95% these are the 0.85%
-    and 99.15% percentiles.  ``clusters < 2`` returns the plain alpha.
-
-    References
-    ----------
-    Hesterberg, T. C. (2015). What teachers should know about the bootstrap:
-    resampling in the undergraduate statistics curriculum. *The American
-    Statistician* 69(4), 371-386.
-    """
-    alpha = 1.0 - level
-    if clusters < 2:
-        return alpha
-    from scipy import stats
-
-    n = float(clusters)
-    return float(2.0 * stats.norm.sf(math.sqrt(n / (n - 1.0)) * stats.t.isf(alpha / 2.0, n - 1.0)))
-
-
-def _percentile_interval(
-    reps: np.ndarray, level: float, clusters: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Expanded percentile interval of replicates ``(B, G)`` (NaN where none is finite)."""
-    alpha = expanded_alpha(level, clusters)
-    finite = np.isfinite(reps)
-    lo = np.full(reps.shape[1], np.nan)
-    hi = np.full(reps.shape[1], np.nan)
-    cols = finite.any(axis=0)
-    if cols.any():
-        q = np.nanquantile(reps[:, cols], [alpha / 2, 1 - alpha / 2], axis=0)
-        lo[cols], hi[cols] = q[0], q[1]
-    return lo, hi
-
-
-# --------------------------------------------------------------------------
-# intervals of every cell
-# --------------------------------------------------------------------------
-def bootstrap_intervals(
-    trials: pd.DataFrame,
-    *,
-    seed: int,
-    level: float = DEFAULT_LEVEL,
-    resamples: int = DEFAULT_RESAMPLES,
-) -> pd.DataFrame:
-    """Confidence intervals for the mean and median test MSE of every cell.
-
-    Parameters
-    ----------
-    trials : pandas.DataFrame
-        Trial table (any number of datasets) with the columns
-        ``dataset, variant, algorithm, epsilon, fold, repeat, mse, failed``.
-    seed : int
-        Root seed of the configuration (the replicates derive from it).
-    level : float
-        Confidence level in (0, 1).
-    resamples : int
-        Bootstrap replicates per dataset.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``dataset, variant, algorithm, epsilon`` and
-        :data:`dpreg.tables.INTERVAL_COLUMNS`, sorted by the keys.  An
-        interval is NaN when every trial of the cell failed.
-    """
-    level = _check_level(level)
-    resamples = _check_resamples(resamples)
-    parts = []
-    for _, part in _by_repeat_count(trials):
-        boot = DesignBootstrap(part, seed=seed, resamples=resamples)
-        out = boot.cells.copy()
-        for stat in STATISTICS:
-            _, reps = boot.statistic(stat)
-            out[f"mse_{stat}_lo"], out[f"mse_{stat}_hi"] = _percentile_interval(
-                reps, level, boot.folds
-            )
-        parts.append(out)
-    if not parts:
-        return pd.DataFrame(columns=[*GROUP_KEYS, *INTERVAL_COLUMNS])
-    out = pd.concat(parts, ignore_index=True).sort_values(GROUP_KEYS, kind="mergesort")
-    return out[[*GROUP_KEYS, *INTERVAL_COLUMNS]].reset_index(drop=True)
-
-
-def _by_repeat_count(trials: pd.DataFrame):
-    """Trials split by (dataset, number of repeats of the cell).
-
-    An experiment may run some algorithms with more noise repeats than
-    others; each design is bootstrapped with its own (K, R).
-    """
-    keys = [trials[c].astype(str) if c != "epsilon" else trials[c] for c in GROUP_KEYS]
-    reps = trials.groupby(keys, sort=False)["repeat"].transform("max").astype(np.int64) + 1
-    yield from trials.groupby([trials["dataset"].astype(str), reps.to_numpy()], sort=True)
-
-
-def paired_ratios(
-    trials: pd.DataFrame,
-    a: tuple[str, str],
-    b: tuple[str, str],
-    epsilons: Sequence[float],
-    *,
-    statistic: str,
-    seed: int,
-    level: float = DEFAULT_LEVEL,
-    resamples: int = DEFAULT_RESAMPLES,
-) -> pd.DataFrame:
-    """Ratio stat(a) / stat(b) per epsilon, bootstrapped with (fold, repeat) pairing.
-
-    Parameters
-    ----------
-    trials : pandas.DataFrame
-        Trials of ONE dataset holding both cells.
-    a, b : (variant, algorithm)
-        The two cells compared.
-    epsilons : sequence of float
-        Epsilons to compare (those missing for either cell are skipped).
-    statistic : {"mean", "median"}
-    seed, level, resamples
-        As for :func:`bootstrap_intervals`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``epsilon, a_value, b_value, ratio, ratio_lo, ratio_hi``; the
-        interval is the expanded percentile interval of the replicate
-        ratios.  Both cells are restricted to the repeats they share, and
-        every replicate resamples the same (fold, repeat) pairs of both.
-    """
-    cols = ["epsilon", "a_value", "b_value", "ratio", "ratio_lo", "ratio_hi"]
-    var = trials["variant"].astype(str)
-    alg = trials["algorithm"].astype(str)
-    in_a = (var == a[0]) & (alg == a[1])
-    in_b = (var == b[0]) & (alg == b[1])
-    if not in_a.any() or not in_b.any():
-        return pd.DataFrame(columns=cols)
-    shared = min(trials.loc[in_a, "repeat"].max(), trials.loc[in_b, "repeat"].max()) + 1
-    part = trials.loc[(in_a | in_b) & (trials["repeat"] < shared)]
-    boot = DesignBootstrap(part, seed=seed, resamples=resamples)
-    est, reps = boot.statistic(statistic)
-    rows = []
-    for eps in epsilons:
-        ia = boot.index_of(a[0], a[1], eps)
-        ib = boot.index_of(b[0], b[1], eps)
-        if ia is None or ib is None:
-            continue
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ratio_reps = reps[:, ia] / reps[:, ib]
-            ratio = est[ia] / est[ib]
-        ratio_reps = np.where(np.isfinite(ratio_reps), ratio_reps, np.nan)
-        lo, hi = _percentile_interval(ratio_reps[:, None], level, boot.folds)
-        rows.append(
-            {
-                "epsilon": float(eps),
-                "a_value": float(est[ia]),
-                "b_value": float(est[ib]),
-                "ratio": float(ratio) if np.isfinite(ratio) else math.nan,
-                "ratio_lo": float(lo[0]),
-                "ratio_hi": float(hi[0]),
-            }
-        )
-    return pd.DataFrame(rows, columns=cols)
 
 
 # --------------------------------------------------------------------------
@@ -705,8 +314,8 @@ def bootstrap_settings(config: Mapping[str, Any]) -> tuple[int, float, int]:
     boot = config.get("bootstrap") or {}
     return (
         int(config.get("seed", 20200601)),
-        _check_level(boot.get("level", DEFAULT_LEVEL)),
-        _check_resamples(boot.get("resamples", DEFAULT_RESAMPLES)),
+        check_level(boot.get("level", DEFAULT_LEVEL)),
+        check_resamples(boot.get("resamples", DEFAULT_RESAMPLES)),
     )
 
 

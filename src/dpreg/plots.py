@@ -7,7 +7,7 @@ log-log axes, test MSE over all folds and noise repeats against epsilon.
   (robust to the heavy-tailed errors of unstable algorithms), or the *mean*
   where an experiment asks for it (the thesis' Figs. 4.1 and 4.2 plot means;
   config key ``statistic``).  Error bars give the bootstrap confidence
-  interval of the plotted statistic (:mod:`dpreg.claims`), so a reader sees
+  interval of the plotted statistic (:mod:`dpreg.bootstrap`), so a reader sees
   whether two lines differ beyond resampling noise.
 - Robust axes: a value above ``cap`` times the trivial predictor's error is
   not allowed to stretch the axis; it is drawn as a triangle on the panel's

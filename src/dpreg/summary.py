@@ -12,7 +12,7 @@ counted in ``failed`` and excluded from every statistic; they are never
 dropped silently.  When every trial of a row failed its statistics are NaN.
 
 Every row also carries bootstrap confidence intervals for the mean and the
-median (:func:`dpreg.claims.bootstrap_intervals`: folds and repeats within
+median (:func:`dpreg.bootstrap.bootstrap_intervals`: folds and repeats within
 folds resampled, deterministic from the configuration's seed).
 
 Column lists, dtypes and the (deterministic, atomic) writers live in
@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from dpreg._validation import DPRegError
-from dpreg.claims import DEFAULT_LEVEL, DEFAULT_RESAMPLES, bootstrap_intervals
+from dpreg.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, bootstrap_intervals
 from dpreg.provenance import (
     PROVENANCE_PACKAGES,
     canonical_json,
@@ -116,7 +116,7 @@ def summarise(
         Experiment id written into the ``experiment`` column.
     seed : int
         Root seed of the configuration; the bootstrap replicates derive from
-        it (:func:`dpreg.claims.resample_counts`).
+        it (:func:`dpreg.bootstrap.resample_counts`).
     level : float
         Confidence level of the intervals (config ``bootstrap.level``).
     resamples : int
@@ -134,7 +134,7 @@ def summarise(
         type 7).  ``outside_validity`` is true when any trial of the row used
         a calibration outside its proven range (as the trial table records
         it).  ``mse_mean_lo/hi`` and ``mse_median_lo/hi`` are the bootstrap
-        intervals of :func:`dpreg.claims.bootstrap_intervals`.
+        intervals of :func:`dpreg.bootstrap.bootstrap_intervals`.
 
     Raises
     ------
