@@ -326,7 +326,7 @@ def _read_one_trials(
     if str(path).endswith(".parquet"):
         import pyarrow.parquet as pq
 
-        filters = []
+        filters: list[tuple[str, str, Any]] = []
         if variants is not None:
             filters.append(("variant", "in", list(variants)))
         if algorithms is not None:
