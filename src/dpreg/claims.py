@@ -472,7 +472,10 @@ def evaluate_claims(
         if not claims:
             continue
         all_claims.extend(claims)
+        chosen = exp.get("datasets", "all")
         for part in _dataset_parts(exp_id, claims, trial_files, trials, select):
+            if chosen != "all" and str(part["dataset"].iloc[0]) not in chosen:
+                continue  # shared trial files may hold datasets the experiment does not use
             points.append(claim_points(claims, part, seed=seed, level=level, resamples=resamples))
     pts = (
         pd.concat([p for p in points if len(p)], ignore_index=True)
@@ -612,6 +615,32 @@ def _load_config(path: str | Path) -> dict[str, Any]:
     return cfg
 
 
+def _cli_trial_files(cfg: Mapping[str, Any], root: Path):
+    """Trial files and row selection of every experiment with claims.
+
+    The pipeline's layout is ``<root>/<dataset>/<shard>.parquet`` (every
+    experiment's cells of a dataset in one place); the older
+    ``<root>/<experiment>/<dataset>.csv.gz`` is read when present.
+    """
+    shared = sorted(root.glob("*/*.parquet"))
+    default_r = (cfg.get("cv") or {}).get("repeats", 10)
+    files: dict[str, list[Path]] = {}
+    select: dict[str, dict[str, Any]] = {}
+    for exp, spec in cfg["experiments"].items():
+        if not parse_claims(exp, spec):
+            continue
+        found = sorted((root / exp).glob("*.csv.gz")) or shared
+        if not found:
+            print(
+                f"note: no trial files for {exp} under {root}; its claims are left out",
+                file=sys.stderr,
+            )
+            continue
+        files[exp] = found
+        select[exp] = {"repeats": spec.get("repeats", default_r)}
+    return files, select
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m dpreg.claims {evaluate,readme}`` (see config/README.md)."""
     parser = argparse.ArgumentParser(
@@ -621,7 +650,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ev = sub.add_parser("evaluate", help="trial files -> claims.csv")
     ev.add_argument("--config", default="config/config.yaml")
     ev.add_argument(
-        "--trials", default="results/trials", help="folder <experiment>/<dataset>.csv.gz"
+        "--trials",
+        default="results/trials",
+        help="folder of <dataset>/<shard>.parquet (or <experiment>/<dataset>.csv.gz)",
     )
     ev.add_argument("--out", default="results/tables/claims.csv")
     rd = sub.add_parser("readme", help="claims.csv -> the verdict block of results/README.md")
@@ -631,23 +662,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "evaluate":
             cfg = _load_config(args.config)
-            files = {}
-            for exp in cfg["experiments"]:
-                found = sorted(Path(args.trials, exp).glob("*.csv.gz")) + sorted(
-                    Path(args.trials, exp).glob("*.parquet")
-                )
-                if found:
-                    files[exp] = found
-                elif parse_claims(exp, cfg["experiments"][exp]):
-                    print(
-                        f"note: no trial files under {args.trials}/{exp}/; its claims are left out",
-                        file=sys.stderr,
-                    )
+            files, select = _cli_trial_files(cfg, Path(args.trials))
             cfg = {
                 **cfg,
                 "experiments": {e: x for e, x in cfg["experiments"].items() if e in files},
             }
-            write_claims(evaluate_claims(cfg, files), args.out)
+            write_claims(evaluate_claims(cfg, files, select=select), args.out)
         else:
             block = render_markdown(read_claims(args.claims))
             path = Path(args.readme)
