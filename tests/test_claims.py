@@ -493,3 +493,23 @@ def test_sweep_trials_give_intervals_around_the_table_statistics():
     for stat in ("mean", "median"):
         assert (table[f"mse_{stat}_lo"] <= table[f"mse_{stat}"] * (1 + 1e-12)).all()
         assert (table[f"mse_{stat}"] <= table[f"mse_{stat}_hi"] * (1 + 1e-12)).all()
+
+
+def test_cli_reads_shared_parquet_layout_and_keeps_experiment_datasets(tmp_path):
+    import yaml
+
+    from dpreg.tables import write_trials
+
+    trials = synthetic_sweep_trials()
+    for ds, part in trials.groupby("dataset"):
+        (tmp_path / "trials" / ds).mkdir(parents=True)
+        write_trials(part, tmp_path / "trials" / ds / "stats.parquet")
+    exp = {**EXPERIMENT, "datasets": ["d2"], "claims": EXPERIMENT["claims"][:1]}
+    cfg = {"seed": 4, "bootstrap": {"resamples": 200}, "experiments": {"e": exp}}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    out = tmp_path / "claims.csv"
+    argv = ["evaluate", "--config", str(tmp_path / "c.yaml"), "--trials", str(tmp_path / "trials")]
+    assert main([*argv, "--out", str(out)]) == 0
+    table = read_claims(out)
+    assert set(table.loc[table["scope"] == "point", "dataset"]) == {"d2"}
+    assert int(table.loc[table["scope"] == "overall", "points"].iloc[0]) == 2
