@@ -301,10 +301,10 @@ def test_dpreg_audit_delegates_to_the_audit_main(monkeypatch):
 @pytest.mark.parametrize(
     "command",
     [
-        [sys.executable, "-m", "dpreg.cli", "audit", "--help"],
+        [sys.executable, "-m", "dpreg", "audit", "--help"],
         [sys.executable, "-m", "dpreg.audit", "--help"],
     ],
-    ids=["dpreg audit", "python -m dpreg.audit"],
+    ids=["python -m dpreg audit", "python -m dpreg.audit"],
 )
 def test_audit_help_from_every_entry_point(command):
     out = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
