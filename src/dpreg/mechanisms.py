@@ -410,10 +410,12 @@ def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool 
         ``basic_epsilon``, ``basic_delta``, ``all_valid``, ``gdp_mu`` (None
         without Gaussian releases), ``exact_epsilon``, ``exact_delta``.
     """
-    dlt = check_delta(delta)
+    # delta = 0 is allowed here: pure-DP releases cost their epsilon, Gaussian ones infinity
+    dlt = 0.0 if delta == 0 else check_delta(delta)
     private = [r for r in releases if r.mechanism != "none"]
+    basic_eps = float(sum(r.epsilon for r in private))
     out: dict[str, float | bool | None] = {
-        "basic_epsilon": float(sum(r.epsilon for r in private)),
+        "basic_epsilon": basic_eps,
         "basic_delta": float(sum(r.delta for r in private)),
         "all_valid": all(r.valid for r in private),
         "gdp_mu": None,
@@ -432,9 +434,11 @@ def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool 
     if gauss:
         mu = math.sqrt(sum(r.mu**2 for r in gauss))
         out["gdp_mu"] = mu
-        if len(gauss) == len(private):
+        if dlt == 0:
+            out["exact_epsilon"] = math.inf
+        elif len(gauss) == len(private):
             out["exact_epsilon"] = gdp_epsilon(mu=mu, delta=dlt)
-            out["exact_delta"] = gdp_delta(float(out["basic_epsilon"]), mu)
+            out["exact_delta"] = gdp_delta(basic_eps, mu)
         elif dlt > ext_delta:
             out["exact_epsilon"] = pure + gdp_epsilon(mu=mu, delta=dlt - ext_delta)
     else:

@@ -37,12 +37,14 @@ CHECK_SAMPLES = 20_000
 
 
 def exact_epsilon_of(releases: list[Release], *, delta: float) -> tuple[float | None, float | None]:
-    if releases and all(r.mechanism == "gaussian" for r in releases):
-        c = mech.compose(releases, delta=delta)
-        return float(c["exact_epsilon"]), float(c["gdp_mu"])
-    if releases and all(r.mechanism == "laplace" for r in releases):
-        return float(sum(r.sensitivity / r.scale for r in releases)), None
-    return None, None  # pragma: no cover - no mixed targets exist
+    """Exact epsilon (and composed GDP ``mu``) of the audited releases, from the ledger's
+    accountant (:func:`dpreg.mechanisms.compose`)."""
+    c = mech.compose(releases, delta=delta)
+    exact, mu = c["exact_epsilon"], c["gdp_mu"]
+    return (
+        None if exact is None else float(exact),  # type: ignore[arg-type]
+        None if mu is None else float(mu),  # type: ignore[arg-type]
+    )
 
 
 def _run(

@@ -384,7 +384,7 @@ def audit_end_to_end(
         )
         X0, y0 = base_rows(d)
         X1, y1 = np.vstack([X0, np.ones(d)]), np.append(y0, 1.0)
-        kw = {"epsilon": epsilon, "delta": delta, "n": samples, "rho": rho}
+        kw: dict[str, Any] = {"epsilon": epsilon, "delta": delta, "n": samples, "rho": rho}
         out0, releases = _private_stats_draws(alg, spec, X0, y0, seed=s0, **kw)
         out1, _ = _private_stats_draws(alg, spec, X1, y1, seed=s1, **kw)
         added = X1[-1]

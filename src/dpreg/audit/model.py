@@ -214,21 +214,30 @@ def blocks_for(name: str, releases: list[Release], *, d: int, noise_factor: floa
 
 def mechanism_releases(name: str, *, epsilon: float, delta: float, d: int) -> list[Release]:
     """The one release of a raw mechanism target: ``X^T y`` with ``B_X = B_Y = 1``."""
-    if name in ("gaussian-classical", "gaussian-analytic"):
-        calibration = name.split("-")[1]
+    if name == "gaussian-analytic":
+        sigma = mech.analytic_sigma(epsilon=epsilon, delta=delta, sensitivity=1.0)
         return [
             mech.gaussian_release(
                 "query",
                 sensitivity=1.0,
-                sigma=mech.gaussian_sigma(
-                    epsilon=epsilon, delta=delta, sensitivity=1.0, calibration=calibration
-                )
-                if calibration == "analytic"
-                else mech.classical_sigma(epsilon=epsilon, delta=delta, sensitivity=1.0),
+                sigma=sigma,
                 epsilon=epsilon,
                 delta=delta,
-                calibration=calibration,
-                valid=calibration == "analytic" or mech.classical_valid(epsilon),
+                calibration="analytic",
+                valid=True,
+            )
+        ]
+    if name == "gaussian-classical":
+        sigma = mech.classical_sigma(epsilon=epsilon, delta=delta, sensitivity=1.0)
+        return [
+            mech.gaussian_release(
+                "query",
+                sensitivity=1.0,
+                sigma=sigma,
+                epsilon=epsilon,
+                delta=delta,
+                calibration="classical",
+                valid=mech.classical_valid(epsilon),
             )
         ]
     # Laplace on X^T y: L1 sensitivity of x y is ||x||_1 |y| <= sqrt(d) B_X B_Y

@@ -180,8 +180,11 @@ VARIANT_KEYS = tuple(f.name for f in fields(VariantSpec))
 class RowSource(Protocol):
     """Chunks of ``(X, y, fold)`` rows: ``fold[i]`` in ``0..K-1``."""
 
-    n: int
-    d: int
+    @property
+    def n(self) -> int: ...
+
+    @property
+    def d(self) -> int: ...
 
     def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]: ...
 
