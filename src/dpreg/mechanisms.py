@@ -22,11 +22,21 @@ The analytic Gaussian profile and the GDP curve are the same function of
 
 so one robust root finder serves both.
 
+Releases and their cost are kept apart (as dp_accounting separates events
+from accountants): a :class:`Release` records *what* was released -- the
+statistic's name, the mechanism, its sensitivity and noise scale, and the
+nominal budget it was calibrated for -- and is built only by the factories
+:func:`gaussian_release`, :func:`laplace_release`, :func:`external_release`
+and :func:`stated_release`; what a list of releases *costs* is computed by
+the accountant :func:`compose` from the releases themselves (Gaussian DP for
+Gaussian releases, ``sensitivity / b`` for Laplace ones).
+
 Draws: :func:`symmetric_noise` (upper triangle i.i.d., mirrored -- the
 correction of Kalaja 2020, Algorithm 3), :func:`wang_symmetric_noise`
 (``(G + G^T)/2`` as in Wang's public code: off-diagonal variance 1/2),
 :func:`full_noise` (a non-symmetric i.i.d. matrix, Wang's SSP code),
-:func:`vector_noise` and :func:`laplace_noise`.  Every draw takes a
+:func:`vector_noise`, :func:`normal_block_noise` (several releases from one
+block of normals) and :func:`laplace_noise`.  Every draw takes a
 keyword-only ``rng`` and a repeat count ``size``, and lays the values out
 repeat-major, so the first ``R`` repeats never change when ``size`` grows.
 """
