@@ -68,16 +68,14 @@ _FALLBACK_STYLES: dict[str, tuple[str, str, str]] = {
 _FALLBACK_LABELS = {"diffprivlib": "diffprivlib LinearRegression"}
 _NON_PRIVATE_FALLBACK = frozenset({"ridge", "trivial", "ols"})
 
-#: Dash patterns of a reference drawn once per variant (curves differ).
-_VARIANT_DASHES: list[Any] = [
-    (0, (5, 2)),
-    (0, (1, 1.5)),
-    (0, (8, 2, 1.5, 2)),
-    (0, (2.5, 1.5)),
-    (0, (12, 3)),
-    (0, (6, 2, 1, 2, 1, 2)),
-    (0, (1, 3.5)),
-]
+#: Dash patterns of a reference drawn once per variant (curves differ), by the
+#: reference's own line style: dashed shapes for a dashed reference (ridge),
+#: dotted ones for a dotted one (trivial), dash-dot ones otherwise (OLS).
+_VARIANT_DASHES: dict[str, list[Any]] = {
+    "--": ["--", (0, (9, 2, 2, 2)), (0, (2.5, 1.5)), (0, (12, 3)), (0, (6, 2, 2, 2, 2, 2))],
+    ":": [":", (0, (1, 3.5)), (0, (0.5, 1)), (0, (1, 1.5, 1, 4)), (0, (2, 1, 0.5, 1))],
+    "-.": ["-.", (0, (10, 2, 1, 2)), (0, (4, 2, 1, 2, 1, 2)), (0, (6, 1.5, 1, 1.5))],
+}
 #: Line styles of a private algorithm under the variants of a figure.
 _VARIANT_STYLES: list[Any] = ["-", (0, (6, 2)), (0, (1, 1.2)), (0, (6, 2, 1, 2)), (0, (3, 3))]
 
@@ -211,8 +209,9 @@ def _reference_lines(table, var_order, alg_order, stat) -> list[_Line]:
                 suffix = f" · {present[0]}"
             lines.append(_Line(None, a, algorithm_label(a) + suffix, colour, style, marker, True))
             continue
+        dashes = _VARIANT_DASHES.get(style if isinstance(style, str) else "", _VARIANT_DASHES["-."])
         for k, v in enumerate(present):
-            dash = _VARIANT_DASHES[k % len(_VARIANT_DASHES)]
+            dash = dashes[k % len(dashes)]
             lines.append(_Line(v, a, f"{algorithm_label(a)} · {v}", colour, dash, marker, True))
     return lines
 
