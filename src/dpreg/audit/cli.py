@@ -5,7 +5,7 @@ Modes
 * default (full): both layers at epsilon 0.1 and 1 -- the declared-scale
   layer with 10^7 draws per hypothesis for every raw mechanism and private
   algorithm it has a model of, the end-to-end layer with 2 x 10^5 fits per
-  hypothesis for every private algorithm and 2 x 10^4 runs for every
+  hypothesis for every private algorithm and 5,000 runs for every
   (private algorithm, private-stats share 0.1 and 0.3).
 * ``--quick``: both layers at epsilon 1 -- declared 2 x 10^5 draws (2,000
   verification draws), end-to-end 2 x 10^4 fits per algorithm, and 1,000
@@ -90,7 +90,7 @@ _FULL = {
     "samples": DEFAULT_SAMPLES,
     "check_samples": CHECK_SAMPLES,
     "e2e_samples": E2E_SAMPLES,
-    "ps_samples": 20_000,
+    "ps_samples": 5_000,
     "ps_shares": [0.1, 0.3],
     "ps_private_only": False,
 }
@@ -143,7 +143,7 @@ def _parser() -> argparse.ArgumentParser:
         "--ps-samples",
         type=_parse_samples,
         default=None,
-        help="end-to-end runs per hypothesis behind private-stats (full 2e4, quick 2e3)",
+        help="end-to-end runs per hypothesis behind private-stats (full 5e3, quick 1e3)",
     )
     p.add_argument(
         "--ps-shares",
