@@ -332,6 +332,17 @@ def test_row_clipper_is_data_independent():
     np.testing.assert_array_equal(RowNormClipper(bound=1.5).transform(T), clip_rows(T, 1.5))
 
 
+def test_row_clipper_keeps_column_names_for_pandas_output(make_data):
+    import pandas as pd
+
+    X, _ = make_data(n=20, bx=3.0)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    out = RowNormClipper(bound=1.0).set_output(transform="pandas").fit_transform(frame)
+    assert list(out.columns) == ["a", "b", "c"]
+    # a DataFrame's column-major layout may change the norm's rounding by one ulp
+    np.testing.assert_allclose(out.to_numpy(), clip_rows(X, 1.0), rtol=1e-15)
+
+
 def test_pipeline_and_target_regressor_equal_clip_true(make_data):
     X, y = make_data(n=400, bx=4.0, by=3.0)
     direct = PrivateLinearRegression(clip=True, random_state=2).fit(X, y)

@@ -52,7 +52,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, RegressorMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpreg._validation import DPRegError, check_bound, check_delta, check_epsilon
@@ -104,7 +104,7 @@ def _as_dpreg_error(err: ValueError) -> DPRegError:
     return DPRegError(" ".join(str(err).split()))
 
 
-class RowNormClipper(TransformerMixin, BaseEstimator):
+class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Clip each row to L2 norm ``bound``, with no statistic taken from the data.
 
     A stateless transformer for a :class:`~sklearn.pipeline.Pipeline` placed
