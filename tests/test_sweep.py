@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
 
+from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS
 from dpreg.algorithms import base as algmod
-from dpreg._validation import DPRegError
 from dpreg.mechanisms import ClassicalCalibrationWarning
 from dpreg.sweep import TRIAL_COLUMNS, assign_folds, sweep_arrays
 
@@ -305,3 +305,130 @@ def test_frame_dtypes():
     assert pd.api.types.is_float_dtype(frame["mse"]) and pd.api.types.is_float_dtype(
         frame["epsilon"]
     )
+
+
+# --------------------------------------------------------------------------
+# plans, private-stats runs, cross-machine stability of the tables
+# --------------------------------------------------------------------------
+def test_plan_equals_the_grid_for_its_pairs():
+    """A plan (variant -> {algorithm: repeats}) gives the grid's trials for each pair."""
+    X, y = toy()
+    grid = run(X, y, variants={"wang": WANG, "thesis": THESIS}, repeats=4)
+    planned = run(
+        X,
+        y,
+        variants={"wang": WANG, "thesis": THESIS},
+        algorithms=(),
+        repeats=None,
+        plan={"wang": {"adassp": 4, "ridge": 2}, "thesis": {"trivial": 3}},
+    )
+    counts = planned.groupby(["variant", "algorithm"]).size().to_dict()
+    assert counts == {("wang", "adassp"): 24, ("wang", "ridge"): 12, ("thesis", "trivial"): 18}
+    keys = ["variant", "algorithm", "epsilon", "fold", "repeat"]
+    both = planned.merge(grid, on=keys, suffixes=("", "_grid"))
+    assert len(both) == len(planned)
+    for col in ("mse", "r2", "lam"):
+        np.testing.assert_array_equal(both[col].to_numpy(), both[f"{col}_grid"].to_numpy())
+
+
+def test_plan_names_must_be_variants():
+    with pytest.raises(DPRegError, match="plan names variant 'nope'"):
+        run(algorithms=(), repeats=None, plan={"nope": {"ridge": 1}})
+    with pytest.raises(DPRegError, match="repeats of wang/ridge"):
+        run(algorithms=(), repeats=None, plan={"wang": {"ridge": 0}})
+
+
+def _private_variant():
+    from dpreg.preprocess import PublicRanges
+
+    X, y = toy(n=300, seed=4)
+    lo, hi = X.min(0) - 1.0, X.max(0) + 1.0  # declared ranges (here: wide, fixed)
+    ranges = PublicRanges(lo, hi, float(y.min()) - 1.0, float(y.max()) + 1.0, "test")
+    spec = {**THESIS, "private_stats": {"epsilon_share": 0.2}}
+    return X, y, ranges, spec
+
+
+def test_private_stats_runs_are_prefix_stable_and_match_single_runs():
+    """Batched runs equal the runs fitted one by one from the same generators."""
+    from dpreg.algorithms import get_algorithm
+    from dpreg.preprocess import (
+        ArraySource,
+        VariantSpec,
+        algorithm_budget,
+        fold_statistics,
+        private_fold_data,
+        private_stat_releases,
+        raw_fold_moments,
+    )
+    from dpreg.seeding import seed_sequence
+
+    X, y, ranges, spec = _private_variant()
+    kw = dict(variants={"ps": spec}, algorithms=["adassp", "ridge"], epsilons=[0.5], ranges=ranges)
+    small = run(X, y, repeats=2, **kw)
+    big = run(X, y, repeats=5, **kw)
+    keys = ["algorithm", "epsilon", "fold", "repeat"]
+    head = big[big["repeat"] < 2].sort_values(keys).reset_index(drop=True)
+    np.testing.assert_array_equal(head["mse"], small.sort_values(keys)["mse"].to_numpy())
+
+    # fold 0, adassp, run by run
+    fold = assign_folds(len(y), 3, seed=11, dataset="toy")
+    src = ArraySource(X, y, fold)
+    vs = VariantSpec.from_dict(spec)
+    _, moms = raw_fold_moments(src, 3, ranges=ranges)
+    total = moms[0] + moms[1] + moms[2]
+    public = VariantSpec.from_dict({**THESIS})
+    fd0 = fold_statistics(src, public, folds=3)[0]
+    shared = (fd0.transform.t_center, fd0.transform.t_scale)
+    e_alg, d_alg = algorithm_budget(vs, epsilon=0.5, delta=DELTA)
+    rel = private_stat_releases(ranges, epsilon=0.5 - e_alg, delta=DELTA - d_alg, d=3)
+    stats_rng = np.random.default_rng(seed_sequence(11, "toy", "ps", 0, "private_stats", 0.5))
+    alg = get_algorithm("adassp")
+    alg_rng = np.random.default_rng(seed_sequence(11, "toy", "ps", 0, alg.noise_stream, 0.5))
+    want = []
+    for _ in range(5):
+        fd = private_fold_data(
+            vs, ranges, total - moms[0], moms[0], shared, rel, fold=0, rng=stats_rng
+        )
+        res = alg.fit(fd.train, epsilon=e_alg, delta=d_alg, rng=alg_rng, size=1)
+        want.append(fd.test.mse(res.theta)[0])
+    got = select(big, algorithm="adassp", fold=0).sort_values("repeat")["mse"].to_numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_tables_do_not_change_under_cross_machine_rounding():
+    """Trial values perturbed by 10x the measured cross-machine difference (4e-10
+    relative, BLAS) leave the written summary table unchanged in all but a tiny
+    fraction of its numbers; a full-precision format would change nearly all."""
+    import io
+
+    from dpreg import tables
+    from dpreg.summary import summarise
+
+    X, y = toy(n=400, seed=8)
+    trials = run(
+        X,
+        y,
+        variants={"wang": WANG, "thesis": THESIS},
+        algorithms=["trivial", "ridge", "ssp", "adassp", "adassp-gdp"],
+        epsilons=[0.05, 0.2, 0.5, 1.0],
+        repeats=10,
+        folds=5,
+    )
+    rng = np.random.default_rng(2026)
+    shaken = trials.copy()
+    for col in ("mse", "r2", "lam"):
+        shaken[col] = trials[col] * (1.0 + 4e-9 * rng.uniform(-1.0, 1.0, len(trials)))
+
+    def numbers(frame, fmt):
+        table = summarise(frame, experiment="x", seed=1, resamples=200)
+        text = table.to_csv(index=False, float_format=fmt, lineterminator="\n")
+        cells = pd.read_csv(io.StringIO(text), dtype=str)
+        floats = [c for c in table.columns if pd.api.types.is_float_dtype(table[c])]
+        return cells[floats].fillna("").to_numpy()
+
+    a, b = numbers(trials, tables.TABLE_FLOAT_FORMAT), numbers(shaken, tables.TABLE_FLOAT_FORMAT)
+    changed = np.mean(a != b)
+    assert a.size >= 600
+    assert changed <= 1e-3, f"{changed:.2%} of the table's numbers changed"
+    full_a, full_b = numbers(trials, "%.17g"), numbers(shaken, "%.17g")
+    assert np.mean(full_a != full_b) > 0.3  # the perturbation does reach the table

@@ -67,6 +67,11 @@ __all__ = ["TRIAL_COLUMNS", "assign_folds", "sweep_arrays", "sweep_dataset", "sw
 
 log = logging.getLogger(__name__)
 
+#: Rows per chunk of every pass over a table (in memory or streamed): the
+#: temporaries of a pass are this many rows, and the same chunking gives the
+#: same summation order, so in-memory and streamed sweeps agree to rounding.
+CHUNK_ROWS = 65536
+
 
 def assign_folds(n: int, folds: int, *, seed: int, dataset: str) -> np.ndarray:
     """Fold id (0..K-1) of each of ``n`` rows, fixed by ``seed`` and the dataset name.
@@ -79,7 +84,7 @@ def assign_folds(n: int, folds: int, *, seed: int, dataset: str) -> np.ndarray:
         raise DPRegError(f"dataset {dataset!r} has {n} rows; {K} folds need at least {2 * K}")
     rng = np.random.default_rng(seed_sequence(seed, dataset, "folds", K))
     fold = np.empty(n, dtype=np.int32)
-    fold[rng.permutation(n)] = np.arange(n) % K
+    fold[rng.permutation(n)] = np.arange(n, dtype=np.int32) % np.int32(K)
     return fold
 
 
@@ -608,7 +613,8 @@ def sweep_arrays(
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise DPRegError(f"X must be (n, d) and y (n,), got {X.shape} and {y.shape}")
     fold = assign_folds(X.shape[0], folds, seed=seed, dataset=dataset)
-    return sweep_source(ArraySource(X, y, fold), dataset=dataset, seed=seed, folds=folds, **kw)
+    source = ArraySource(X, y, fold, chunk_rows=CHUNK_ROWS)
+    return sweep_source(source, dataset=dataset, seed=seed, folds=folds, **kw)
 
 
 class ParquetSource:
@@ -649,7 +655,7 @@ def sweep_dataset(
     algorithm_params: Mapping[str, Mapping[str, Any]] | None = None,
     public_ranges: Mapping[str, Any] | None = None,
     memory_budget_mb: float | None = None,
-    chunk_rows: int = 65536,
+    chunk_rows: int = CHUNK_ROWS,
 ) -> pd.DataFrame:
     """Sweep a prepared table (see :mod:`dpreg.data`); arguments as :func:`sweep_source`.
 
@@ -660,7 +666,7 @@ def sweep_dataset(
     of the config key ``public_ranges`` (``{"source": ..., "columns": {...}}``),
     read only by private-stats variants.
     """
-    from dpreg.data import prepared_shape, read_prepared
+    from dpreg.data import prepared_shape
 
     n, d = prepared_shape(table_path)
     fold = assign_folds(n, folds, seed=seed, dataset=dataset)
@@ -669,8 +675,9 @@ def sweep_dataset(
     if memory_budget_mb is not None and size_mb > memory_budget_mb:
         source = ParquetSource(table_path, fold, chunk_rows=chunk_rows)
     else:
-        X, y, _, _ = read_prepared(table_path)
-        source = ArraySource(X, y, fold)
+        X, y = _read_rows(table_path, n, d, chunk_rows=chunk_rows)
+        # served in chunks too, so per-pass temporaries stay chunk-sized
+        source = ArraySource(X, y, fold, chunk_rows=chunk_rows)
     ranges = None
     if any(
         VariantSpec.from_dict(variants[v], v).private_stats is not None
@@ -699,6 +706,32 @@ def sweep_dataset(
         algorithm_params=algorithm_params,
         ranges=ranges,
     )
+
+
+def _read_rows(
+    table_path: str | Path, n: int, d: int, *, chunk_rows: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """A prepared table read into preallocated ``X``, ``y``, one chunk at a time.
+
+    Peak memory is the table itself plus one chunk (reading the whole
+    Parquet table first and then copying it out would hold it twice).
+    """
+    import pyarrow as pa
+
+    from dpreg.data import iter_prepared
+
+    X = np.empty((n, d))
+    y = np.empty(n)
+    lo = 0
+    pool = pa.default_memory_pool()
+    for Xc, yc in iter_prepared(table_path, chunk_rows=chunk_rows):
+        X[lo : lo + Xc.shape[0]] = Xc
+        y[lo : lo + Xc.shape[0]] = yc
+        lo += Xc.shape[0]
+        pool.release_unused()  # decoded row groups are not kept cached by the allocator
+    if lo != n:
+        raise DPRegError(f"prepared table {str(table_path)!r} holds {lo} rows, its footer says {n}")
+    return X, y
 
 
 def table_size_mb(n: int, d: int) -> float:
