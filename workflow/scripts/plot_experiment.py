@@ -21,6 +21,7 @@ experiment = smk.config["experiments"][plot["experiment"]]
 # confidence level of the interval bars; from params when the rule passes them
 statistic = plot.get("statistic") or experiment.get("statistic", "median")
 level = plot.get("level") or (smk.config.get("bootstrap") or {}).get("level", 0.95)
+cap = plot["cap"] if "cap" in plot else experiment.get("plot_cap", 10.0)
 dataset_info = {}
 for name, path in zip(plot["datasets"], smk.input.metas, strict=True):
     with open(path, encoding="utf-8") as fh:
@@ -39,4 +40,5 @@ plot_experiment(
     note=plot.get("note"),
     statistic=statistic,
     level=level,
+    cap=cap,
 )
