@@ -47,10 +47,13 @@ def ols(X, y):
 def test_tukey_m_rule_and_refusals():
     assert tukey.resolve_m("auto", 22000, 11) == 1000  # the authors' smallest m
     assert tukey.resolve_m(50, 1000, 5) == 50
+    assert tukey.resolve_m("n/d", 1003, 5) == 200 and tukey.resolve_m("n/4d", 1003, 5) == 50
+    assert get_algorithm("tukey-em-n1d").hyperparameters["m"] == "n/d"
     with pytest.raises(DPRegError, match=r"m=300 .*n/m >= d"):
         tukey.resolve_m(300, 1000, 5)
-    with pytest.raises(DPRegError, match="integer >= 4 or 'auto'"):
-        tukey.resolve_m("many", 1000, 5)
+    for bad in ("many", "n/0d", 2.5):
+        with pytest.raises(DPRegError, match="integer >= 4, 'auto' or a rule like 'n/4d'"):
+            tukey.resolve_m(bad, 1000, 5)
     alg = get_algorithm("tukey-em")
     with pytest.raises(DPRegError, match="has no hyperparameter 'k'"):
         alg.resolve_params({"k": 3})

@@ -40,15 +40,18 @@ never the weaker one.  The ledger records ``replace-one``.
 
 Number of models ``m``
 ----------------------
-Hyperparameter ``m`` (default ``"auto"``): ``"auto"`` resolves to
-``floor(n / (2 d))`` -- each model is fitted on at least ``2d`` rows.  On the
+Hyperparameter ``m`` (default ``"auto"``): an integer, or a rule ``"n/<c>d"``
+resolved inside the fit from the training fold's ``n`` and ``d``; ``"auto"``
+is ``"n/2d"`` = ``floor(n / (2 d))`` -- each model is fitted on at least ``2d`` rows.  On the
 synthetic default of the authors' experiment code (``n = 22000``,
 ``d = 11``) this gives ``m = 1000``, the smallest value of their grid
 ``{1000, ..., 2000}``.  The safety test can only pass when
 ``t ~ m/4`` exceeds ``ln(1/(2 delta)) / eps2``, i.e. ``m >~ 8 ln(1/(2 delta))
 / epsilon`` (about ``105 / epsilon`` at ``delta = 1e-6``); with ``m <= n/d``
 it fails at small ``epsilon`` on datasets of a few thousand rows.  That is
-a result, not a bug.
+a result, not a bug.  Two more entries fix the other ends of the range for
+one experiment that sweeps ``m``: ``tukey-em-n1d`` (``m = n/d``, batches of
+``d`` rows) and ``tukey-em-n4d`` (``m = n/(4d)``).
 
 Two entries
 -----------
@@ -90,6 +93,7 @@ mechanism with propose-test-release).
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -121,21 +125,26 @@ TIE_BREAK = 1e-10
 _CHUNK_ELEMENTS = 20_000_000
 
 
-def resolve_m(m: Any, n: int, d: int) -> int:
-    """The number of models: an int, or ``"auto"`` = ``floor(n / (2 d))``.
+_RULE = re.compile(r"n/(\d*)d")
 
-    Raises :class:`DPRegError` when the batches would hold fewer than ``d``
-    rows (OLS on a batch needs ``floor(n/m) >= d``) or ``m < 4`` (the
-    restricted depth ``t = floor(floor(m/2)/2)`` must be at least 1).
+
+def resolve_m(m: Any, n: int, d: int) -> int:
+    """The number of models: an int, a rule ``"n/<c>d"`` = ``floor(n / (c d))``, or ``"auto"``.
+
+    ``"auto"`` is ``"n/2d"`` (each model fitted on at least ``2d`` rows);
+    ``"n/d"`` is the largest ``m`` OLS allows.  Raises :class:`DPRegError`
+    when the batches would hold fewer than ``d`` rows (OLS on a batch needs
+    ``floor(n/m) >= d``) or ``m < 4`` (the restricted depth
+    ``t = floor(floor(m/2)/2)`` must be at least 1).
     """
+    allowed = "an integer >= 4, 'auto' or a rule like 'n/4d'"
     if isinstance(m, str):
-        if m != "auto":
-            raise DPRegError(
-                f"tukey: hyperparameter m must be an integer >= 4 or 'auto', got {m!r}"
-            )
-        value = n // (2 * d)
+        rule = _RULE.fullmatch("n/2d" if m == "auto" else m)
+        if rule is None or rule.group(1) in ("0", "00"):
+            raise DPRegError(f"tukey: hyperparameter m must be {allowed}, got {m!r}")
+        value = n // (int(rule.group(1) or 1) * d)
     elif isinstance(m, bool) or not isinstance(m, int | np.integer):
-        raise DPRegError(f"tukey: hyperparameter m must be an integer >= 4 or 'auto', got {m!r}")
+        raise DPRegError(f"tukey: hyperparameter m must be {allowed}, got {m!r}")
     else:
         value = int(m)
     if value < 4 or n // value < d:
@@ -469,6 +478,32 @@ ENTRIES = [
         neighbouring="replace-one",
         style=Style("darkgoldenrod", "-", "s"),
         reference="Amin et al. (2023) TukeyEM; PTR noised with Lap(2/ε); m = n/(2d) by default",
+    ),
+    Algorithm(
+        "tukey-em-n1d",
+        "TukeyEM, m = n/d",
+        private=True,
+        calibration="restricted-em-ptr",
+        release_fn=_releases_published,
+        fit_fn=_fit_published,
+        needs_rows=True,
+        hyperparameters={"m": "n/d"},
+        neighbouring="replace-one",
+        style=Style("gold", ":", "s"),
+        reference="TukeyEM with the most models OLS allows (batches of d rows)",
+    ),
+    Algorithm(
+        "tukey-em-n4d",
+        "TukeyEM, m = n/(4d)",
+        private=True,
+        calibration="restricted-em-ptr",
+        release_fn=_releases_published,
+        fit_fn=_fit_published,
+        needs_rows=True,
+        hyperparameters={"m": "n/4d"},
+        neighbouring="replace-one",
+        style=Style("peru", "-.", "s"),
+        reference="TukeyEM with fewer, better-fitted models (batches of 4d rows)",
     ),
     Algorithm(
         "tukey-code",
