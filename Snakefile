@@ -14,11 +14,14 @@
 #   snakemake --unlock && snakemake --cores 2 --rerun-incomplete
 # (README.md, "Recovering an interrupted run").
 
+import os
 import sys
 
 from snakemake.utils import min_version
 
 min_version("9.0")
+
+os.environ["DPREG_ROOT"] = workflow.basedir  # the rules' conda env installs dpreg from here
 
 
 configfile: "config/config.yaml"

@@ -236,11 +236,19 @@ wildcard_constraints:
 # ---------------------------------------------------------------------------
 # targets
 # ---------------------------------------------------------------------------
+def _run_suffix():
+    """ "" for a run of every experiment, else "-<ids joined by +>" (set by `run:`)."""
+    return f"-{'+'.join(EXPERIMENTS)}" if config.get("run") else ""
+
+
 def provenance_path():
     """results/provenance.json for a run of every experiment, else one file per run set."""
-    if config.get("run"):
-        return f"results/provenance-{'+'.join(EXPERIMENTS)}.json"
-    return "results/provenance.json"
+    return f"results/provenance{_run_suffix()}.json"
+
+
+def claims_path():
+    """results/tables/claims.csv for a run of every experiment, else one file per run set."""
+    return f"results/tables/claims{_run_suffix()}.csv"
 
 
 def all_outputs():
@@ -253,7 +261,7 @@ def all_outputs():
             f"results/tables/{exp}.csv",
         ]
     if claim_experiments():
-        out.append("results/tables/claims.csv")
+        out.append(claims_path())
     out.append(provenance_path())
     return out
 
@@ -319,6 +327,11 @@ def experiment_metas(wildcards):
 def all_metas(wildcards):
     """Meta sidecars of every dataset an experiment of the run uses."""
     return [f"results/prepared/{ds}.json" for ds in used_datasets()]
+
+
+def run_config():
+    """The validated config restricted to the experiments of this run (for provenance)."""
+    return {**config, "experiments": {e: config["experiments"][e] for e in EXPERIMENTS}}
 
 
 def all_tables(wildcards):
@@ -412,6 +425,8 @@ def plot_kwargs(wildcards):
         "algorithms": list(exp["algorithms"]),
         "datasets": experiment_datasets(wildcards.experiment),
         "note": "; ".join(notes) or None,
+        "statistic": exp.get("statistic", "median"),
+        "level": config.get("bootstrap", {}).get("level", 0.95),
     }
 
 

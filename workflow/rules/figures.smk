@@ -61,12 +61,12 @@ rule write_claims:
         trials=claim_trials,
     output:
         claims=report(
-            "results/tables/claims.csv",
+            claims_path(),
             caption="../report/claims.rst",
             category="Tables",
         ),
     log:
-        "logs/write_claims.log",
+        f"logs/write_claims{_run_suffix()}.log",
     conda:
         "../envs/dpreg.yaml"
     threads: 1

@@ -9,7 +9,7 @@ rule write_provenance:
     output:
         provenance=provenance_path(),
     log:
-        "logs/write_provenance.log",
+        f"logs/write_provenance{_run_suffix()}.log",
     conda:
         "../envs/dpreg.yaml"
     threads: 1
@@ -17,7 +17,7 @@ rule write_provenance:
         mem_mb=1024,
         runtime=5,
     params:
-        config=config,
+        config=run_config(),
         datasets=used_datasets(),
         experiments=EXPERIMENTS,
     script:
