@@ -272,7 +272,7 @@ def _fit_block(
     params: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
     """Every (epsilon, repeat) of one registry algorithm on one fold."""
-    run = {
+    run: dict[str, Any] = {
         "delta": delta,
         "d": fd.train.d,
         "rho": rho,
@@ -509,7 +509,7 @@ def _runs_block(
     (:class:`~dpreg.algorithms.PendingSolve`) are solved in one stacked call.
     """
     train0 = fds[0].train
-    run = {
+    run: dict[str, Any] = {
         "delta": d_alg,
         "d": train0.d,
         "rho": rho,
@@ -528,11 +528,12 @@ def _runs_block(
         solve=False,
     )
     parts = [alg.fit_fn(fd.train, rel, opts) for fd in fds]
-    if all(isinstance(p, PendingSolve) for p in parts):
+    pending = [p for p in parts if isinstance(p, PendingSolve)]
+    if len(pending) == len(parts):
         theta, failed = solve_batched(
-            np.concatenate([p.A for p in parts]), np.concatenate([p.b for p in parts])
+            np.concatenate([p.A for p in pending]), np.concatenate([p.b for p in pending])
         )
-        lam = np.concatenate([p.lam for p in parts])
+        lam = np.concatenate([p.lam for p in pending])
     else:
         done = [_solved(p) for p in parts]
         theta = np.concatenate([p.theta for p in done])

@@ -337,9 +337,9 @@ def _max_feature_norms(
             sq[np.arange(X.shape[0]), f] = -np.inf  # a fold's own rows are its test rows
         idx = np.argmax(sq, axis=0)
         top = sq[idx, np.arange(len(partial))]
-        for c in np.flatnonzero(top > best):
-            best[c] = top[c]
-            best_row[c] = X[idx[c]].copy()
+        for j in np.flatnonzero(top > best):
+            best[j] = top[j]
+            best_row[j] = X[idx[j]].copy()
     out = np.ones(len(partial))
     for c, (tr, row) in enumerate(zip(partial, best_row, strict=True)):
         if row is not None:
