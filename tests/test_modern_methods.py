@@ -366,3 +366,34 @@ def test_dpgd_tends_to_clipped_gradient_descent_as_epsilon_grows():
     np.testing.assert_allclose(res.theta, np.tile(theta, (3, 1)), rtol=0, atol=1e-6)
     # and that iterate is OLS here (well conditioned; residuals never reach the clip)
     assert np.linalg.norm(theta - ols(X, y)) < 1e-3 * np.linalg.norm(ols(X, y))
+
+
+def test_failed_safety_tests_are_counted_in_the_sweep_and_summary():
+    """A failed trial reaches the trial table as failed (NaN error) and the summary
+    counts it; the statistics use the passing trials only."""
+    import warnings
+
+    from dpreg.summary import summarise
+    from dpreg.sweep import sweep_arrays
+
+    X, y = rows(3000, 3, seed=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the sweep's notes on algorithms outside validity
+        trials = sweep_arrays(
+            X,
+            y,
+            dataset="toy",
+            seed=1,
+            folds=2,
+            variants={"maxnorm": {"stats": "train", "scale": "maxnorm"}},
+            epsilons=[0.1, 20.0],
+            delta=DELTA,
+            algorithms=["tukey-em"],
+            repeats=5,
+        )
+    failed = trials.groupby("epsilon")["failed"].sum()
+    assert failed[0.1] == 10 and failed[20.0] == 0  # m = 250, t = 62: 262 > t at eps 0.1
+    assert trials.loc[trials["failed"], "mse"].isna().all()
+    summary = summarise(trials, experiment="toy", resamples=200).set_index("epsilon")
+    assert summary.loc[0.1, "failed"] == 10 and summary.loc[0.1, "trials"] == 10
+    assert summary.loc[20.0, "failed"] == 0 and np.isfinite(summary.loc[20.0, "mse_median"])
