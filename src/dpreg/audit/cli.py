@@ -6,7 +6,7 @@ Modes
   layer with 10^7 draws per hypothesis for every raw mechanism and private
   algorithm it has a model of, the end-to-end layer with 2 x 10^5 fits per
   hypothesis for every private algorithm and 5,000 runs for every
-  (private algorithm, private-stats share 0.1 and 0.3).
+  (non-reproduction algorithm, private-stats share 0.1 and 0.3).
 * ``--quick``: both layers at epsilon 1 -- declared 2 x 10^5 draws (2,000
   verification draws), end-to-end 2 x 10^4 fits per algorithm, and 1,000
   runs of every non-reproduction algorithm behind private-stats share 0.1.
@@ -92,7 +92,7 @@ _FULL = {
     "e2e_samples": E2E_SAMPLES,
     "ps_samples": 5_000,
     "ps_shares": [0.1, 0.3],
-    "ps_private_only": False,
+    "ps_private_only": True,
 }
 
 

@@ -62,13 +62,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError, check_positive_int
-from dpreg.algorithms import ALGORITHMS
+from dpreg.algorithms import ALGORITHMS, FitOptions
 from dpreg.audit.bounds import ALPHA, distinguishing_test, judge, round_llr
 from dpreg.audit.model import DEFAULT_D, base_rows, label_of
 from dpreg.mechanisms import Release
@@ -271,8 +272,11 @@ def _private_stats_draws(
     """``n`` runs of private pre-processing + ``alg``, as the sweep runs them.
 
     Fold 0 holds the training rows; fold 1 one fixed test row (the test
-    statistics are never released).  Each run draws the statistics' noise
-    and the algorithm's noise from generators of its own.
+    statistics are never released).  As in the sweep, the statistics of the
+    runs are drawn in turn from one generator and the algorithm's noise from
+    another, and the algorithm's releases are computed once from the first
+    run's statistics (every run has the same ``n``, ``d`` and bounds) and
+    handed to its fit function with ``capture=True``.
     """
     d = X.shape[1]
     Xa = np.vstack([X, np.zeros((1, d))])
@@ -280,33 +284,40 @@ def _private_stats_draws(
     fold = np.append(np.zeros(X.shape[0], dtype=np.int64), 1)
     ranges, moms = raw_fold_moments(ArraySource(Xa, ya, fold), 2, ranges=_audit_ranges(d))
     train, test = moms[0], moms[1]
-    share = spec.private_stats.epsilon_share  # type: ignore[union-attr]
-    stat_rel = private_stat_releases(ranges, epsilon=share * epsilon, delta=share * delta)
     e_alg, d_alg = algorithm_budget(spec, epsilon=epsilon, delta=delta)
+    stat_rel = private_stat_releases(ranges, epsilon=epsilon - e_alg, delta=delta - d_alg)
+    g_stats, g_alg = (np.random.default_rng(c) for c in seed.spawn(2))
+    fds = [
+        private_fold_data(spec, ranges, train, test, (0.0, 1.0), stat_rel, fold=1, rng=g_stats)
+        for _ in range(n)
+    ]
+    st = fds[0].train
+    alg_rel = alg.releases(
+        epsilon=e_alg,
+        delta=d_alg,
+        d=st.d,
+        bound_x=st.bound_x,
+        bound_y=st.bound_y,
+        rho=rho,
+        n=st.n,
+    )
+    opts = FitOptions(
+        rng=g_alg,
+        size=1,
+        rho=rho,
+        params=MappingProxyType(alg.resolve_params(None)),
+        solve=False,
+        capture=True,
+    )
     out: dict[str, list[np.ndarray]] = {}
-    alg_rel: list[Release] = []
-    for s in seed.spawn(n):
-        g_stats, g_alg = (np.random.default_rng(c) for c in s.spawn(2))
-        fd = private_fold_data(spec, ranges, train, test, (0.0, 1.0), stat_rel, fold=1, rng=g_stats)
-        res = alg.fit(
-            fd.train, epsilon=e_alg, delta=d_alg, rng=g_alg, size=1, rho=rho, capture=True
-        )
-        if res.released is None or fd.released is None:
+    for fd in fds:
+        part = alg.fit_fn(fd.train, alg_rel, opts)
+        if part.released is None or fd.released is None:
             raise DPRegError(f"{alg.name}: the private-stats run recorded no released values")
         for k, v in fd.released.items():
             out.setdefault("stats:" + k, []).append(np.atleast_1d(np.asarray(v))[None, ...])
-        for k, v in res.released.items():
+        for k, v in part.released.items():
             out.setdefault(k, []).append(np.asarray(v))
-        if not alg_rel:
-            alg_rel = alg.releases(
-                epsilon=e_alg,
-                delta=d_alg,
-                d=fd.train.d,
-                bound_x=fd.train.bound_x,
-                bound_y=fd.train.bound_y,
-                rho=rho,
-                n=fd.train.n,
-            )
     return {k: np.concatenate(v) for k, v in out.items()}, [*stat_rel, *alg_rel]
 
 
