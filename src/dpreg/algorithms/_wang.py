@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError, check_noise_scale, epsilon_too_small
 from dpreg.mechanisms import Release
 
@@ -47,8 +48,11 @@ def claimed_release(
 ) -> Release:
     """A release whose cost is the ``(epsilon, delta)`` its analysis claims.
 
-    ``mechanism`` is one of :data:`CLAIMED_MECHANISMS`; ``sensitivity`` and
-    ``scale`` may be NaN when they are data- or repeat-dependent.
+    Built by :func:`dpreg.mechanisms.stated_release` (the accountant takes the
+    stated budget); ``mechanism`` is one of :data:`CLAIMED_MECHANISMS`.
+    ``sensitivity`` and ``scale`` must be finite (the ledger prints them); a
+    non-finite value inside a release function means its arithmetic
+    overflowed.
     """
     if mechanism not in CLAIMED_MECHANISMS:
         raise ValueError(f"mechanism {mechanism!r} is not one of {CLAIMED_MECHANISMS}")
@@ -57,15 +61,15 @@ def claimed_release(
         raise epsilon_too_small(float(epsilon))
     scale = check_noise_scale(scale, epsilon=epsilon, name=f"{name} noise scale")
     sensitivity = check_noise_scale(sensitivity, epsilon=epsilon, name=f"{name} sensitivity")
-    return Release(
-        str(name),
-        mechanism,
-        float(sensitivity),
-        float(scale),
-        float(epsilon),
-        float(delta),
-        calibration,
-        bool(valid),
+    return mech.stated_release(
+        name,
+        mechanism=mechanism,
+        epsilon=epsilon,
+        delta=delta,
+        calibration=calibration,
+        sensitivity=sensitivity,
+        scale=scale,
+        valid=valid,
     )
 
 
