@@ -429,6 +429,9 @@ def test_quick_mode_audits_everything_and_passes(capsys, tmp_path):
     doc = json.loads((tmp_path / "audit.json").read_text())
     assert doc["mode"] == "quick" and doc["exit_status"] == 0
     assert len(doc["records"]) == len(recs) and doc["seconds"] > 0
+    report = (tmp_path / "audit.md").read_text()
+    assert "every record labelled private passes (exit status 0)" in report
+    assert report.count("\n| ") == len(recs) + 1  # header + one row per record
 
 
 def test_cli_declared_violation_in_private_algorithm_exits_nonzero(capsys):

@@ -24,9 +24,9 @@ reproductions of Wang's code (``reproduction``) and of calibrations used
 outside their theorem (``outside-validity``) are reported and do not decide
 the exit status.
 
-``--out DIR`` writes ``DIR/audit.csv`` (one row per record) and
-``DIR/audit.json`` (the settings, the run time and every full record),
-atomically.
+``--out DIR`` writes ``DIR/audit.csv`` (one row per record),
+``DIR/audit.json`` (the settings, the run time and every full record) and
+``DIR/audit.md`` (a report generated from the records), atomically.
 """
 
 from __future__ import annotations
@@ -292,8 +292,59 @@ def _atomic_write(path: Path, text: str) -> None:
         raise
 
 
+def summary_markdown(records: Sequence[dict[str, Any]], meta: dict) -> str:
+    """A Markdown report of one audit run, generated from its records (``audit.md``)."""
+    bad = failing(records)
+    labels = sorted({r["label"] for r in records})
+    counts = ", ".join(f"{sum(r['label'] == lab for r in records)} {lab}" for lab in labels)
+    lines = [
+        "# Privacy audit",
+        "",
+        f"Command: `{meta.get('command', 'dpreg audit')}` ({meta.get('mode', '')} mode, "
+        f"seed {meta.get('seed')}, delta {meta.get('delta')}), {meta.get('seconds')} s.",
+        "",
+        f"{len(records)} records ({counts}); "
+        + (
+            "every record labelled private passes (exit status 0)."
+            if not bad
+            else f"{len(bad)} private record(s) FAIL (exit status 1): "
+            + ", ".join(sorted({f"{r['name']} [{r['layer']}]" for r in bad}))
+        ),
+        "",
+        "Not private-labelled but flagged (reported, not deciding the exit status):",
+        "",
+    ]
+    flagged = [r for r in records if r["label"] != "private" and r["verdict"] != "ok"]
+    for r in flagged:
+        lines.append(
+            f"- {r['name']} ({r['label']}, {r['layer']}, epsilon {r['claimed_epsilon']:g}): "
+            f"{r['verdict']}; lower bound {r['empirical_epsilon_lb']:.3f}, exact "
+            f"{_fmt(r['exact_epsilon'])}"
+        )
+    if not flagged:
+        lines.append("- none")
+    lines += [
+        "",
+        "| layer | target | variant | label | epsilon | delta | lower bound | exact epsilon "
+        "| verdict | draws |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        lines.append(
+            f"| {r['layer']} | {r['name']} | {r.get('variant') or ''} | {r['label']} "
+            f"| {r['claimed_epsilon']:g} | {r['delta']:g} | {r['empirical_epsilon_lb']:.3f} "
+            f"| {_fmt(r['exact_epsilon'])} | {r['verdict']} | {r['n_samples']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(x: Any) -> str:
+    return "" if x is None or not math.isfinite(float(x)) else f"{float(x):.3f}"
+
+
 def write_outputs(out_dir: str | Path, records: Sequence[dict[str, Any]], meta: dict) -> None:
-    """``audit.csv`` (summary rows) and ``audit.json`` (settings and full records)."""
+    """``audit.csv`` (summary rows), ``audit.json`` (settings and full records) and
+    ``audit.md`` (:func:`summary_markdown`)."""
     out = Path(out_dir)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(SUMMARY_KEYS), lineterminator="\n")
@@ -303,6 +354,7 @@ def write_outputs(out_dir: str | Path, records: Sequence[dict[str, Any]], meta: 
     _atomic_write(out / "audit.csv", buf.getvalue())
     doc = jsonable({**meta, "records": list(records)})
     _atomic_write(out / "audit.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    _atomic_write(out / "audit.md", summary_markdown(records, meta))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
