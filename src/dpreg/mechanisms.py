@@ -87,11 +87,13 @@ __all__ = [
     "external_release",
     "gaussian_release",
     "laplace_epsilon",
+    "gumbel_noise",
     "laplace_noise",
     "laplace_release",
     "normal_block_noise",
     "stated_release",
     "objective_laplace_noise",
+    "standard_normals",
     "symmetric_noise",
     "vector_noise",
     "wang_symmetric_noise",
@@ -318,6 +320,20 @@ def normal_block_noise(
         else:
             out.append(matrix_from_normals(kind, part, d, s))
     return out
+
+
+def standard_normals(shape: tuple[int, ...], *, rng: np.random.Generator) -> np.ndarray:
+    """i.i.d. ``N(0, 1)`` draws of the given shape (leading axis = repeats).
+
+    For algorithms that scale their normals themselves (e.g. per-step
+    gradient noise); the scale they apply must come from their releases.
+    """
+    return rng.standard_normal(tuple(int(k) for k in shape))
+
+
+def gumbel_noise(shape: tuple[int, ...], *, rng: np.random.Generator) -> np.ndarray:
+    """i.i.d. standard Gumbel draws (the exponential mechanism by the Gumbel-max trick)."""
+    return rng.gumbel(size=tuple(int(k) for k in shape))
 
 
 def laplace_noise(shape: tuple[int, ...], *, scale: float, rng: np.random.Generator) -> np.ndarray:
