@@ -17,6 +17,7 @@ import pytest
 from scipy.stats import norm
 
 from dpreg import mechanisms as mech
+from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS
 from dpreg.ledger import (
     ledger_entry,
@@ -108,7 +109,7 @@ def test_external_and_stated_releases_cost_their_stated_budget():
     assert _delta_of(tot["exact_epsilon"] - 0.4, 0.2) == pytest.approx(8e-7, rel=1e-6)
     assert tot["exact_delta"] is None
     assert (tot["basic_epsilon"], tot["basic_delta"]) == pytest.approx((1.0, 1e-6))
-    with pytest.raises(Exception, match="gaussian_release"):
+    with pytest.raises(DPRegError, match="gaussian_release"):
         mech.stated_release("x", mechanism="gaussian", epsilon=1, delta=0, calibration="c")
 
 

@@ -360,3 +360,54 @@ def test_draws_same_seed_identical_other_seed_differs():
     c = mech.symmetric_noise(3, scale=1.0, rng=np.random.default_rng(2), size=4)
     assert np.array_equal(a, b)
     assert not np.array_equal(a, c)
+
+
+# --------------------------------------------------------------------------
+# one noise path and one release factory
+# --------------------------------------------------------------------------
+def test_normal_block_noise_lays_out_one_block_per_repeat():
+    d, R = 3, 5
+    kinds, scales = ("scalar", "symmetric", "vector"), (2.0, 3.0, 0.5)
+    got = mech.normal_block_noise(kinds, scales, d, rng=np.random.default_rng(4), size=R)
+    z = np.random.default_rng(4).standard_normal((R, 1 + 6 + 3))
+    np.testing.assert_array_equal(got[0], 2.0 * z[:, 0])
+    np.testing.assert_array_equal(got[1], mech.matrix_from_normals("symmetric", z[:, 1:7], d, 3.0))
+    np.testing.assert_array_equal(got[2], 0.5 * z[:, 7:])
+    # the first repeats do not change when more are drawn
+    more = mech.normal_block_noise(kinds, scales, d, rng=np.random.default_rng(4), size=2 * R)
+    for a, b in zip(got, more, strict=True):
+        np.testing.assert_array_equal(a, b[:R])
+    with pytest.raises(DPRegError, match="layout"):
+        mech.normal_block_noise(("vector",), (1.0, 2.0), d, rng=np.random.default_rng(0), size=1)
+    with pytest.raises(DPRegError, match="scale"):
+        mech.normal_block_noise(("vector",), (-1.0,), d, rng=np.random.default_rng(0), size=1)
+
+
+def test_raw_draw_helpers_follow_the_generator():
+    np.testing.assert_array_equal(
+        mech.standard_normals((4, 2), rng=np.random.default_rng(1)),
+        np.random.default_rng(1).standard_normal((4, 2)),
+    )
+    np.testing.assert_array_equal(
+        mech.gumbel_noise((3,), rng=np.random.default_rng(2)),
+        np.random.default_rng(2).gumbel(size=3),
+    )
+
+
+def test_release_factories_validate_and_record():
+    g = mech.gaussian_release(
+        "XtX", sensitivity=1.0, sigma=2.0, epsilon=0.5, delta=1e-7, calibration="gdp", valid=True
+    )
+    assert (g.mechanism, g.mu) == ("gaussian", 0.5)
+    lap = mech.laplace_release("q", sensitivity=2.0, b=4.0, epsilon=0.5)
+    assert (lap.mechanism, lap.delta, mech.laplace_epsilon(lap)) == ("laplace", 0.0, 0.5)
+    with pytest.raises(DPRegError, match="sensitivity"):
+        mech.gaussian_release(
+            "x", sensitivity=0.0, sigma=1.0, epsilon=1, delta=1e-6, calibration="c", valid=True
+        )
+    with pytest.raises(DPRegError):
+        mech.laplace_release("x", sensitivity=1.0, b=float("nan"), epsilon=1.0)
+    ext = mech.external_release("lib", epsilon=2.0)
+    assert ext.mechanism == "external" and math.isnan(ext.scale)
+    with pytest.raises(DPRegError, match="not Laplace"):
+        mech.laplace_epsilon(ext)
