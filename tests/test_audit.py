@@ -469,6 +469,21 @@ def test_cli_end_to_end_bug_exits_nonzero(capsys, monkeypatch):
     assert "adassp[end-to-end]" in captured.err
 
 
+def test_an_entry_that_cannot_be_audited_end_to_end_fails_the_audit(capsys, monkeypatch):
+    import dpreg.audit.cli as cli
+
+    def refuses(name, **kw):
+        raise DPRegError(f"{name}: fit(capture=True) recorded no released values")
+
+    monkeypatch.setattr(cli, "audit_end_to_end", refuses)
+    argv = ["--quick", "--layer", "end-to-end", "--ps-shares", "--algorithms", "ssp"]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    (rec,) = [json.loads(line) for line in captured.out.strip().splitlines()]
+    assert rec["verdict"] == "error" and rec["label"] == "private"
+    assert "ssp[end-to-end]" in captured.err
+
+
 def test_cli_full_records_and_errors(capsys):
     argv = ["--layer", "declared", "--samples", "1e4", "--check-samples", "200", "--epsilon", "1"]
     assert main([*argv, "--algorithms", "functional", "--full"]) == 0

@@ -218,15 +218,11 @@ def run_audit(
                 # fits on rows cost far more than fits on statistics: a tenth of the draws
                 n_e2e = settings["e2e_samples"]
                 n_e2e = max(n_e2e // 10, 1000) if alg.needs_rows else n_e2e
-                add(audit_end_to_end(name, samples=n_e2e, **kw))
+                add(_guarded(name, eps, None, samples=n_e2e, **kw))
                 if alg.needs_rows or (settings["ps_private_only"] and alg.reproduction):
                     continue  # private pre-processing hands algorithms statistics, not rows
                 for share in settings["ps_shares"]:
-                    add(
-                        audit_end_to_end(
-                            name, samples=settings["ps_samples"], private_stats=share, **kw
-                        )
-                    )
+                    add(_guarded(name, eps, share, samples=settings["ps_samples"], **kw))
         if layer in ("both", "declared"):
             for name in names:
                 if name not in MECHANISMS and not _has_model(name, eps, delta):
@@ -243,6 +239,31 @@ def run_audit(
                     )
                 )
     return records
+
+
+def _guarded(name: str, eps: float, share: float | None, **kw: Any) -> dict[str, Any]:
+    """An end-to-end record, or an ``error`` record when the real fit path refuses
+    the audit datasets or records no releases (an entry that cannot be audited
+    end to end fails the audit when it is labelled private)."""
+    try:
+        return audit_end_to_end(name, private_stats=share, **kw)
+    except DPRegError as err:
+        alg = ALGORITHMS[name]
+        return {
+            "layer": "end-to-end",
+            "name": name,
+            "variant": None if share is None else f"private-stats-{share:g}",
+            "label": "reproduction" if alg.reproduction else "private",
+            "kind": "algorithm",
+            "claimed_epsilon": float(eps),
+            "delta": float(kw["delta"]),
+            "empirical_epsilon_lb": math.nan,
+            "exact_epsilon": None,
+            "n_samples": 0,
+            "verdict": "error",
+            "error": str(err),
+            "seed": kw.get("seed"),
+        }
 
 
 def _has_model(name: str, eps: float, delta: float) -> bool:
@@ -318,8 +339,8 @@ def summary_markdown(records: Sequence[dict[str, Any]], meta: dict) -> str:
     for r in flagged:
         lines.append(
             f"- {r['name']} ({r['label']}, {r['layer']}, epsilon {r['claimed_epsilon']:g}): "
-            f"{r['verdict']}; lower bound {r['empirical_epsilon_lb']:.3f}, exact "
-            f"{_fmt(r['exact_epsilon'])}"
+            f"{r['verdict']}; lower bound {_fmt(r['empirical_epsilon_lb'])}, exact "
+            f"{_fmt(r['exact_epsilon'])}" + (f" ({r['error']})" if "error" in r else "")
         )
     if not flagged:
         lines.append("- none")
@@ -332,7 +353,7 @@ def summary_markdown(records: Sequence[dict[str, Any]], meta: dict) -> str:
     for r in records:
         lines.append(
             f"| {r['layer']} | {r['name']} | {r.get('variant') or ''} | {r['label']} "
-            f"| {r['claimed_epsilon']:g} | {r['delta']:g} | {r['empirical_epsilon_lb']:.3f} "
+            f"| {r['claimed_epsilon']:g} | {r['delta']:g} | {_fmt(r['empirical_epsilon_lb'])} "
             f"| {_fmt(r['exact_epsilon'])} | {r['verdict']} | {r['n_samples']} |"
         )
     return "\n".join(lines) + "\n"
