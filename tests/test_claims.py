@@ -513,3 +513,14 @@ def test_cli_reads_shared_parquet_layout_and_keeps_experiment_datasets(tmp_path)
     table = read_claims(out)
     assert set(table.loc[table["scope"] == "point", "dataset"]) == {"d2"}
     assert int(table.loc[table["scope"] == "overall", "points"].iloc[0]) == 2
+
+
+def test_a_claims_result_does_not_depend_on_the_other_claims():
+    cfg = {"seed": 4, "bootstrap": {"resamples": 300}, "experiments": {"e": EXPERIMENT}}
+    every = evaluate_claims(cfg, trials={"e": synthetic_sweep_trials()})
+    alone_exp = {**EXPERIMENT, "claims": [EXPERIMENT["claims"][2]]}
+    alone = evaluate_claims(
+        {**cfg, "experiments": {"e": alone_exp}}, trials={"e": synthetic_sweep_trials()}
+    )
+    pick = every[every["claim"] == "same-equal"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(pick, alone)

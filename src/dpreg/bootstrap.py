@@ -236,7 +236,12 @@ class DesignBootstrap:
                         for v, o in zip(self.values, ok, strict=True)
                     ]
                 )
-                counts_t = np.ascontiguousarray(self.counts.T.astype(np.int32))
+                # every replicate holds K R trials: int16 is exact below 32768 and halves the
+                # memory traffic of the cumulative counts
+                small = self.counts.shape[1] < np.iinfo(np.int16).max
+                counts_t = np.ascontiguousarray(
+                    self.counts.T.astype(np.int16 if small else np.int32)
+                )
                 reps = np.empty((self.resamples, len(self.values)))
                 for g, (v, o) in enumerate(zip(self.values, ok, strict=True)):
                     reps[:, g] = _weighted_medians(counts_t, v, o)
@@ -265,7 +270,8 @@ def _weighted_medians(counts_t: np.ndarray, values: np.ndarray, ok: np.ndarray) 
     idx = np.flatnonzero(ok)
     order = idx[np.argsort(values[idx], kind="stable")]
     sorted_vals = values[order]
-    cum = np.cumsum(counts_t[order], axis=0, dtype=np.int32)
+    cum = counts_t[order]  # a fresh array: accumulate in place (half the memory traffic)
+    np.add.accumulate(cum, axis=0, out=cum)
     total = cum[-1]
     lo = (cum > ((total - 1) // 2)[None, :]).argmax(axis=0)
     hi = (cum > (total // 2)[None, :]).argmax(axis=0)
@@ -384,6 +390,8 @@ def paired_ratios(
     seed: int,
     level: float = DEFAULT_LEVEL,
     resamples: int = DEFAULT_RESAMPLES,
+    cache: dict[int, DesignBootstrap] | None = None,
+    also: Sequence[tuple[str, str]] | None = None,
 ) -> pd.DataFrame:
     """Ratio stat(a) / stat(b) per epsilon, bootstrapped with (fold, repeat) pairing.
 
@@ -398,6 +406,13 @@ def paired_ratios(
     statistic : {"mean", "median"}
     seed, level, resamples
         As for :func:`bootstrap_intervals`.
+    cache : dict, optional
+        Designs already built from the same ``trials``, keyed by the shared
+        repeat count; filled as designs are built (several comparisons on
+        one dataset then resample and sort each cell once).
+    also : sequence of (variant, algorithm), optional
+        Further cells to put into a design that is built (for later
+        comparisons reusing ``cache``).
 
     Returns
     -------
@@ -414,9 +429,18 @@ def paired_ratios(
     in_b = (var == b[0]) & (alg == b[1])
     if not in_a.any() or not in_b.any():
         return pd.DataFrame(columns=cols)
-    shared = min(trials.loc[in_a, "repeat"].max(), trials.loc[in_b, "repeat"].max()) + 1
-    part = trials.loc[(in_a | in_b) & (trials["repeat"] < shared)]
-    boot = DesignBootstrap(part, seed=seed, resamples=resamples)
+    shared = int(min(trials.loc[in_a, "repeat"].max(), trials.loc[in_b, "repeat"].max()) + 1)
+    if cache is not None and shared in cache:
+        boot = cache[shared]
+    else:
+        cells = in_a | in_b
+        for v, al in also or ():
+            cells |= (var == v) & (alg == al)
+        boot = DesignBootstrap(
+            trials.loc[cells & (trials["repeat"] < shared)], seed=seed, resamples=resamples
+        )
+        if cache is not None:
+            cache[shared] = boot
     est, reps = boot.statistic(statistic)
     rows = []
     for eps in epsilons:

@@ -331,6 +331,8 @@ def claim_points(
     rows = []
     dataset = str(trials["dataset"].iloc[0])
     eps_all = sorted(set(trials["epsilon"].astype(float)))
+    cells = sorted({side for c in claims for side in (c.a, c.b)})
+    cache: dict[int, DesignBootstrap] = {}  # every cell resampled and sorted once
     for c in claims:
         if c.datasets is not None and dataset not in c.datasets:
             continue
@@ -344,6 +346,8 @@ def claim_points(
             seed=seed,
             level=level,
             resamples=resamples,
+            cache=cache,
+            also=cells,
         )
         verdicts = point_verdicts(
             ratios["ratio_lo"].to_numpy(float),
