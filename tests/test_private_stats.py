@@ -263,3 +263,31 @@ def test_private_stats_needs_an_affine_transform():
         )
         with pytest.raises(DPRegError, match="maxnorm"):
             _fold_data(spec, X, y, fold)
+
+
+# --------------------------------------------------------------------------
+# through the sweep
+# --------------------------------------------------------------------------
+def test_the_sweep_spends_the_share_on_the_statistics_and_the_rest_on_the_algorithm():
+    from dpreg.sweep import assign_folds, sweep_source
+
+    X, y, _ = _data(n=400, seed=10)
+    fold = assign_folds(len(y), 4, seed=1, dataset="toy")
+    kw = {
+        "dataset": "toy",
+        "variants": {"ps": _spec(0.3).to_dict()},
+        "algorithms": ["adassp"],
+        "epsilons": [1.0],
+        "delta": DELTA,
+        "folds": 4,
+        "repeats": 2,
+        "seed": 1,
+    }
+    trials = sweep_source(ArraySource(X, y, fold), ranges=_ranges(), **kw)
+    rel = trials["releases"].iloc[0].split(";")
+    assert [r.split(":")[0] for r in rel] == [*STAT_RELEASES, "lambda_min", "XtX", "Xty"]
+    assert all(r.endswith("@(0.1,1e-07)") for r in rel[:3])  # 0.3 / 3 of (1, 1e-6) each
+    assert all(r.endswith("@(0.233333,2.33e-07)") for r in rel[3:])  # 0.7 / 3 each
+    assert trials["eps_basic"].eq(1.0).all() and (trials["eps_exact"] <= 1.0).all()
+    with pytest.raises(DPRegError, match="public ranges"):
+        sweep_source(ArraySource(X, y, fold), **kw)
