@@ -415,26 +415,36 @@ def test_readme_block_replaced_in_place_and_checked(tmp_path):
     assert main(["readme", "--claims", str(claims_path), "--readme", str(readme)]) == 0
     first = readme.read_text(encoding="utf-8")
     assert first.startswith("# Results\n\nintro\n")
-    assert readme_block(first) == render_markdown(read_claims(claims_path)).rstrip("\n")
+    source, block = readme_block(first)
+    assert source == str(claims_path)
+    assert block == render_markdown(read_claims(claims_path)).rstrip("\n")
     edited = first.replace("intro", "intro, edited") + "\ntail\n"
     readme.write_text(edited, encoding="utf-8")
     main(["readme", "--claims", str(claims_path), "--readme", str(readme)])
     second = readme.read_text(encoding="utf-8")
     assert "intro, edited" in second and second.endswith("tail\n")
     assert second.count("claims:begin") == 1
-    assert replace_readme_block(second, readme_block(second)) == second
+    assert replace_readme_block(second, block, source=source) == second
 
 
-def test_committed_readme_block_matches_committed_claims():
-    """results/README.md's verdict block is exactly what claims.csv renders to."""
-    claims = ROOT / "results" / "tables" / "claims.csv"
-    readme = ROOT / "results" / "README.md"
-    if not claims.exists():
-        # no default results with claims yet: then the README must not quote a block either
-        assert readme_block(readme.read_text(encoding="utf-8")) is None
-        return
-    block = readme_block(readme.read_text(encoding="utf-8"))
-    assert block == render_markdown(read_claims(claims)).rstrip("\n")
+def test_committed_readme_blocks_match_their_claims_tables():
+    """Every generated verdict block under results/ is what its claims table renders to.
+
+    The begin marker names the table (relative to the repository root); a
+    README whose block names no table, or a missing table, fails.
+    """
+    for readme in sorted((ROOT / "results").rglob("README.md")):
+        found = readme_block(readme.read_text(encoding="utf-8"))
+        if found is None:
+            continue
+        source, block = found
+        assert source, f"{readme}: the claims block does not name its table"
+        table = ROOT / source
+        assert table.exists(), f"{readme}: {source} does not exist"
+        assert block == render_markdown(read_claims(table)).rstrip("\n"), (
+            f"{readme}: regenerate with python -m dpreg.claims readme --claims {source} "
+            f"--readme {readme.relative_to(ROOT)}"
+        )
 
 
 def test_cli_evaluate_reads_trial_files(tmp_path):
