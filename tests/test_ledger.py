@@ -10,6 +10,7 @@ tolerance is 1e-12 relative).
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -196,6 +197,9 @@ def test_ledger_report_derives_per_dataset_records_and_variant_notes():
     assert "noise" in rep["variants"]["ps"]["note"]
     assert any("public column ranges" in s for s in rep["variants"]["ps"]["nonprivate_statistics"])
     assert "without noise" in rep["variants"]["maxnorm"]["note"]
+    # provenance is JSON: releases without a visible sensitivity or scale give None, not NaN
+    json.dumps(rep, allow_nan=False)
+    assert algs["diffprivlib"]["1.0"]["releases"][0]["scale"] is None
 
 
 def test_nonprivate_statistics_per_variant():

@@ -13,6 +13,7 @@ so that nobody mistakes the total for an end-to-end guarantee.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ from dpreg._validation import DPRegError
 from dpreg.algorithms import get_algorithm
 from dpreg.mechanisms import Release, compose, gdp_delta
 from dpreg.preprocess import VariantSpec
+from dpreg.tables import LEDGER_COLUMNS
 
 __all__ = [
     "ledger_entry",
@@ -77,7 +79,11 @@ def ledger_entry(
     )
     rel_dicts = []
     for r in releases:
-        item = r.as_dict()
+        # a stated or external release has no sensitivity or scale: None, not NaN (JSON)
+        item = {
+            k: (None if isinstance(v, float) and math.isnan(v) else v)
+            for k, v in r.as_dict().items()
+        }
         if r.mechanism == "gaussian":
             item["mu"] = r.mu
             item["exact_delta_at_nominal_epsilon"] = gdp_delta(r.epsilon, r.mu)
@@ -116,21 +122,17 @@ def _release_text(r: Release) -> str:
 def release_columns(releases: Sequence[Release], *, delta: float) -> dict[str, Any]:
     """The compact ledger columns of one run's releases (see :func:`trial_columns`)."""
     if not releases:
-        return {
-            "releases": "none (non-private)",
-            "eps_basic": float("nan"),
-            "delta_basic": float("nan"),
-            "eps_exact": float("nan"),
-            "delta_exact": float("nan"),
-        }
-    tot = compose(list(releases), delta=delta)
-    return {
-        "releases": ";".join(_release_text(r) for r in releases),
-        "eps_basic": _fmt(tot["basic_epsilon"]),  # type: ignore[arg-type]
-        "delta_basic": _fmt(tot["basic_delta"]),  # type: ignore[arg-type]
-        "eps_exact": _fmt(tot["exact_epsilon"]),  # type: ignore[arg-type]
-        "delta_exact": _fmt(tot["exact_delta"]),  # type: ignore[arg-type]
-    }
+        values: list[Any] = ["none (non-private)", *[float("nan")] * 4]
+    else:
+        tot = compose(list(releases), delta=delta)
+        values = [
+            ";".join(_release_text(r) for r in releases),
+            *(
+                _fmt(tot[k])  # type: ignore[arg-type]
+                for k in ("basic_epsilon", "basic_delta", "exact_epsilon", "exact_delta")
+            ),
+        ]
+    return dict(zip(LEDGER_COLUMNS, values, strict=True))
 
 
 def trial_columns(

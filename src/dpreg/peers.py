@@ -102,6 +102,10 @@ def peer_entry(name: str, epsilon: float, *, delta: float) -> dict[str, Any]:
         "private": True,
         "reproduction": False,
         "calibration": "external",
-        "releases": [r.as_dict() for r in rel],
+        # sensitivity and scale are internal to the library: None (not NaN) in JSON
+        "releases": [
+            {k: (None if k in ("sensitivity", "scale") else v) for k, v in r.as_dict().items()}
+            for r in rel
+        ],
         "total": compose(rel, delta=delta),
     }
