@@ -145,6 +145,11 @@ def test_rule_environment_agrees_with_pyproject():
     assert local == ["-e ${DPREG_ROOT}"]
 
 
+def test_snakefile_tells_the_environment_where_the_package_is():
+    snakefile = (ROOT / "Snakefile").read_text()
+    assert re.search(r'os\.environ\["DPREG_ROOT"\]\s*=.*workflow\.basedir', snakefile)
+
+
 def test_conda_environment_agrees_with_pyproject():
     specs, local = _env_specs(ROOT / "environment.yml")
     assert specs == {**BASE, **WORKFLOW, **PEERS}
