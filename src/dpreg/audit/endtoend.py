@@ -13,8 +13,10 @@ through the private pre-processing the sweep calls
 (:func:`~dpreg.preprocess.raw_fold_moments` with declared public ranges,
 :func:`~dpreg.preprocess.private_stat_releases`,
 :func:`~dpreg.preprocess.private_fold_data`, whose noisy statistics are
-observed as well), and the algorithm runs on the resulting statistics with
-the remaining budget (:func:`~dpreg.preprocess.algorithm_budget`).
+observed as well), and the algorithm's fit function runs on the resulting
+statistics with the remaining budget
+(:func:`~dpreg.preprocess.algorithm_budget`), exactly as the sweep calls it
+there (releases computed once per fold and epsilon, ``capture=True``).
 
 Neighbouring datasets
 ---------------------
@@ -23,7 +25,9 @@ one row at the bounds, ``y = 1`` and ``x = e_1`` (moves ``X^T X``,
 ``X^T y`` and ``lambda_min`` at their full sensitivities at once) or, for
 an algorithm with a Laplace release, ``x = (1, .., 1)/sqrt(d)`` (attains
 the functional mechanism's L1 sensitivity).  Under replace-one
-neighbouring the last row of ``D`` is replaced instead.  For private
+neighbouring the last row of ``D`` is replaced instead.  An algorithm that
+refuses so small a ``D`` (e.g. too few rows for its subsampled models) is
+audited on a fixed 400-row dataset inside the bounds instead.  For private
 pre-processing the declared public ranges are ``[-1, 1]`` for every column
 and for ``y``, and the added row is the corner ``(1, .., 1)``, ``y = 1``,
 which moves the column sums, sums of squares and the y sum at their full
