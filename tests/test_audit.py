@@ -166,6 +166,21 @@ def test_simulated_releases_equal_the_captured_releases(name, make_data):
         np.testing.assert_allclose(got[rel_name], value, rtol=1e-12, atol=1e-12)
 
 
+def test_declared_layer_is_used_only_where_its_model_reproduces_the_fit(monkeypatch):
+    import dpreg.algorithms.ssp as ssp_module
+    from dpreg.audit.model import reproduces_fit
+
+    assert all(reproduces_fit(n, epsilon=1.0, delta=DELTA) for n in DECLARED)
+    real = ssp_module.draw_noise
+
+    def other_noise(kinds, releases, d, *, rng, size):  # a fit the model no longer describes
+        return [2.0 * v for v in real(kinds, releases, d, rng=rng, size=size)]
+
+    monkeypatch.setattr(ssp_module, "draw_noise", other_noise)
+    assert not reproduces_fit("ssp", epsilon=1.0, delta=DELTA)
+    assert reproduces_fit("adassp", epsilon=1.0, delta=DELTA)
+
+
 def test_every_private_algorithm_is_audited():
     assert set(AUDITED) == set(MECHANISMS) | {n for n, a in ALGORITHMS.items() if a.private}
     assert {"ssp", "adassp", "functional"} <= set(DECLARED)

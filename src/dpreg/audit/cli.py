@@ -50,7 +50,7 @@ from dpreg._validation import DPRegError, check_choice
 from dpreg.algorithms import ALGORITHMS
 from dpreg.audit.declared import CHECK_SAMPLES, DEFAULT_SAMPLES, audit_algorithm
 from dpreg.audit.endtoend import E2E_SAMPLES, audit_end_to_end
-from dpreg.audit.model import AUDITED, MECHANISMS, declared_layout
+from dpreg.audit.model import AUDITED, DEFAULT_D, MECHANISMS, declared_layout
 
 __all__ = ["SUMMARY_KEYS", "main", "run_audit", "write_outputs"]
 
@@ -267,13 +267,16 @@ def _guarded(name: str, eps: float, share: float | None, **kw: Any) -> dict[str,
 
 
 def _has_model(name: str, eps: float, delta: float) -> bool:
-    from dpreg.audit.model import DEFAULT_D, claimed_releases
+    """Whether the declared-scale layer has a model of ``name`` that reproduces its fit."""
+    from dpreg.audit.model import claimed_releases, reproduces_fit
 
     try:
         rel = claimed_releases(name, epsilon=eps, delta=delta, d=DEFAULT_D)
     except DPRegError:
         return False
-    return declared_layout(name, rel) is not None
+    if declared_layout(name, rel) is None:
+        return False
+    return reproduces_fit(name, epsilon=eps, delta=delta)
 
 
 def failing(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -41,6 +41,7 @@ __all__ = [
     "blocks_for",
     "claimed_releases",
     "declared_layout",
+    "reproduces_fit",
     "label_of",
     "neighbouring_pair",
     "simulate_releases",
@@ -341,6 +342,52 @@ def simulate_releases(
     return [
         b.statistic(stats) + b.noise(rng=g, size=size) for b, g in zip(blocks, gens, strict=True)
     ]
+
+
+def reproduces_fit(name: str, *, epsilon: float, delta: float, d: int = DEFAULT_D) -> bool:
+    """Whether :func:`simulate_releases` gives exactly the values the fit captures.
+
+    The declared-scale layer audits a model of the releases; it is used for
+    an entry only when, with one generator state, the model's releases equal
+    those ``Algorithm.fit(capture=True)`` records (``lambda_min`` is captured
+    with the ``X^T X`` offset ``c = 1`` added; the functional mechanism's
+    coefficients as ``[M.ravel(), beta]``).  A model that does not reproduce
+    the fit would audit something else, so the entry is left to the
+    end-to-end layer.
+    """
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((40, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    stats = SuffStats.from_arrays(X, np.clip(X[:, 0] * 0.5, -1.0, 1.0))
+    size = 4
+    try:
+        fit = ALGORITHMS[name].fit(
+            stats,
+            epsilon=epsilon,
+            delta=delta,
+            rng=np.random.default_rng(11),
+            size=size,
+            capture=True,
+        )
+        sim = simulate_releases(
+            name, stats, epsilon=epsilon, delta=delta, rng=np.random.default_rng(11), size=size
+        )
+        rel = claimed_releases(name, epsilon=epsilon, delta=delta, d=d)
+    except DPRegError:
+        return False
+    got = fit.released or {}
+    layout = declared_layout(name, rel) or []
+    if [dr for _, dr in layout] == ["functional-quadratic", "functional-linear"]:
+        want = {rel[0].name: np.concatenate([sim[0].reshape(size, -1), sim[1]], axis=1)}
+    else:
+        want = {
+            r.name: v + (1.0 if draw == "scalar" else 0.0)
+            for r, (_, draw), v in zip(rel, layout, sim, strict=True)
+        }
+    return set(want) == set(got) and all(
+        np.shape(got[k]) == np.shape(v) and np.allclose(got[k], v, rtol=1e-10, atol=1e-12)
+        for k, v in want.items()
+    )
 
 
 def label_of(name: str, releases: list[Release] | None = None) -> str:
