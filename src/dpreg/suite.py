@@ -315,6 +315,7 @@ def plot_summary(
         ax.set_yticks(range(len(datasets)))
         ax.set_yticklabels(datasets, fontsize=7)
         ax.set_title(f"ε = {eps:g}   (left: Wang's code | right: corrected)", fontsize=9)
+    assert image is not None  # at least one epsilon was drawn
     cbar = fig.colorbar(image, ax=list(axes), shrink=0.8)
     cbar.set_label(f"log10(MSE / MSE {reference}), in [0, 3]", fontsize=8)
     fig.suptitle(

@@ -229,8 +229,8 @@ def _fit(
         _KINDS,
         [rel[0].scale, rel[1].scale, 1.0],
         d,
-        rng=opts.rng,
-        size=size,  # type: ignore[arg-type]
+        rng=opts.rng,  # type: ignore[arg-type]
+        size=size,
     )
     evals, Q = stats.eigh()
     evals = np.maximum(evals, 0.0)
