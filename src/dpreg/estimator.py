@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -97,6 +97,15 @@ def clip_rows(X: np.ndarray, bound: float) -> np.ndarray:
         # tolerance (dpreg.stats.BOUND_RTOL)
         out[over] *= (B / norms[over])[:, None]
     return out
+
+
+def _real(value: object, name: str, allowed: str, ok: Callable[[float], bool]) -> float:
+    """``value`` as a float if it is a real number with ``ok(value)``; else one DPRegError."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise DPRegError(f"{name} must be {allowed}, got {value!r}")
+    if not ok(float(value)):
+        raise DPRegError(f"{name} must be {allowed}, got {value!r}")
+    return float(value)
 
 
 def _as_dpreg_error(err: ValueError) -> DPRegError:
@@ -249,16 +258,31 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
         self.params = params
         self.random_state = random_state
 
-    def _checked_bounds(self) -> tuple[float, float]:
+    def _checked_params(self) -> tuple[Any, float, float, float, float, float, float, dict]:
+        """Every parameter checked (one DPRegError naming it), before data is read."""
+        alg = get_algorithm(self.algorithm)
+        eps = check_epsilon(self.epsilon)
+        dlt = check_delta(self.delta)
         if not isinstance(self.bounds, tuple | list) or len(self.bounds) != 2:
             raise DPRegError(f"bounds must be a pair (B_X, B_Y), got {self.bounds!r}")
-        return (
-            check_bound(self.bounds[0], "bounds[0] (B_X)"),
-            check_bound(self.bounds[1], "bounds[1] (B_Y)"),
+        bx = check_bound(self.bounds[0], "bounds[0] (B_X)")
+        by = check_bound(self.bounds[1], "bounds[1] (B_Y)")
+        rho = _real(self.rho, "rho", "a number in (0, 1)", lambda v: 0.0 < v < 1.0)
+        offset = _real(
+            self.xtx_offset, "xtx_offset", "a finite number >= 0", lambda v: 0.0 <= v < math.inf
         )
+        if not isinstance(self.clip, bool | np.bool_):
+            raise DPRegError(f"clip must be True or False, got {self.clip!r}")
+        params = dict(self.params or {})
+        alg.resolve_params(params)  # unknown hyperparameters are named here
+        return alg, eps, dlt, bx, by, rho, offset, params
 
     def fit(self, X: Any, y: Any) -> PrivateLinearRegression:
         """Fit on rows that respect ``bounds``; raises before any release otherwise.
+
+        A fit that returns no estimate (a singular noisy system, a failed
+        safety test) raises :class:`DPRegError` after its noise was drawn:
+        refitting is a new release that spends its own ``(epsilon, delta)``.
 
         Parameters
         ----------
@@ -270,23 +294,7 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
         -------
         self
         """
-        alg = get_algorithm(self.algorithm)
-        eps = check_epsilon(self.epsilon)
-        dlt = check_delta(self.delta)
-        bx, by = self._checked_bounds()
-        if isinstance(self.rho, bool) or not isinstance(self.rho, int | float | np.number):
-            raise DPRegError(f"rho must be a number in (0, 1), got {self.rho!r}")
-        if not 0.0 < float(self.rho) < 1.0:
-            raise DPRegError(f"rho must be a number in (0, 1), got {self.rho!r}")
-        offset = self.xtx_offset
-        if isinstance(offset, bool) or not isinstance(offset, int | float | np.number):
-            raise DPRegError(f"xtx_offset must be a finite number >= 0, got {offset!r}")
-        if not (math.isfinite(float(offset)) and float(offset) >= 0.0):
-            raise DPRegError(f"xtx_offset must be a finite number >= 0, got {offset!r}")
-        if not isinstance(self.clip, bool | np.bool_):
-            raise DPRegError(f"clip must be True or False, got {self.clip!r}")
-        params = dict(self.params or {})
-        alg.resolve_params(params)  # unknown hyperparameters stop here, before any release
+        alg, eps, dlt, bx, by, rho, offset, params = self._checked_params()
         try:
             X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         except ValueError as err:
@@ -303,7 +311,7 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
             d=stats.d,
             bound_x=bx,
             bound_y=by,
-            rho=float(self.rho),
+            rho=rho,
             n=stats.n,
             params=params,
         )
@@ -320,16 +328,16 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
             delta=dlt,
             rng=as_generator(self.random_state, "random_state"),
             size=1,
-            rho=float(self.rho),
-            xtx_offset=float(offset),
+            rho=rho,
+            xtx_offset=offset,
             params=params,
             rows=(X, y) if alg.needs_rows else None,
         )
         if res.failed[0]:
             raise DPRegError(
                 f"{self.algorithm}: the fit returned no estimate (a singular or non-finite "
-                "noisy system, or a failed safety test); refit with another random_state, "
-                "a larger epsilon or more rows"
+                "noisy system, or a failed safety test); a refit with another random_state "
+                "spends another (epsilon, delta); a larger epsilon or more rows help"
             )
         self.coef_ = np.asarray(res.theta[0], dtype=np.float64)
         self.intercept_ = 0.0
