@@ -534,3 +534,57 @@ def test_a_claims_result_does_not_depend_on_the_other_claims():
     )
     pick = every[every["claim"] == "same-equal"].reset_index(drop=True)
     pd.testing.assert_frame_equal(pick, alone)
+
+
+def test_readme_numbers_are_checked_against_the_tables(tmp_path):
+    from dpreg.quotes import quoted_numbers, table_values, unverified_numbers
+
+    table = tmp_path / "t.csv"
+    table.write_text(
+        "algorithm,mse_mean,releases\nridge,0.05321,XtX:sigma=16.5047@(0.333,1e-06)\n"
+        "trivial,0.1033,none\nssp,3.21e-06,none\n",
+        encoding="utf-8",
+    )
+    values = table_values([table])
+    text = (
+        "ridge 0.0532 and trivial 0.1033; sigma 16.5; tiny 3.21·10⁻⁶, short 3.2·10⁻⁶; "
+        "typo 0.0533; made up 7.77; too short to check 0.5 and 22%; "
+        "`code 9.999` and\n```\n1.234\n```\n"
+        "<!-- claims:begin source=x -->\n| 4.56 |\n<!-- claims:end -->\n"
+    )
+    written = [w for w, _, _ in quoted_numbers(text)]
+    assert written == ["0.0532", "0.1033", "16.5", "3.21·10⁻⁶", "0.0533", "7.77"]
+    assert unverified_numbers(text, values) == ["0.0533", "7.77"]
+    assert (
+        main(
+            [
+                "check-readme",
+                "--readme",
+                str(_write(tmp_path / "R.md", "0.1033 ok")),
+                "--tables",
+                str(tmp_path),
+                "--provenance",
+                str(tmp_path / "none.json"),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "check-readme",
+                "--readme",
+                str(_write(tmp_path / "R.md", "7.77 bad")),
+                "--tables",
+                str(tmp_path),
+                "--provenance",
+                str(tmp_path / "none.json"),
+            ]
+        )
+        == 1
+    )
+
+
+def _write(path, text):
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -657,8 +657,18 @@ def _cli_trial_files(cfg: Mapping[str, Any], root: Path):
     return files, select
 
 
+def _check_readme(readme: str, tables: str, provenance: str) -> int:
+    from dpreg.quotes import table_values, unverified_numbers
+
+    sources = sorted(Path(tables).glob("*.csv")) + [p for p in [Path(provenance)] if p.exists()]
+    bad = unverified_numbers(Path(readme).read_text(encoding="utf-8"), table_values(sources))
+    for number in bad:
+        print(f"{readme}: {number} is in no table under {tables} (nor in {provenance})")
+    return 1 if bad else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m dpreg.claims {evaluate,readme}`` (see config/README.md)."""
+    """``python -m dpreg.claims {evaluate,readme,check-readme}`` (see config/README.md)."""
     parser = argparse.ArgumentParser(
         prog="python -m dpreg.claims", description=__doc__.split("\n")[0]
     )
@@ -674,8 +684,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     rd = sub.add_parser("readme", help="claims.csv -> the verdict block of results/README.md")
     rd.add_argument("--claims", default="results/tables/claims.csv")
     rd.add_argument("--readme", default="results/README.md")
+    ck = sub.add_parser("check-readme", help="list README numbers found in no table")
+    ck.add_argument("--readme", default="results/README.md")
+    ck.add_argument("--tables", default="results/tables")
+    ck.add_argument("--provenance", default="results/provenance.json")
     args = parser.parse_args(argv)
     try:
+        if args.command == "check-readme":
+            return _check_readme(args.readme, args.tables, args.provenance)
         if args.command == "evaluate":
             cfg = _load_config(args.config)
             files, select = _cli_trial_files(cfg, Path(args.trials))
