@@ -588,3 +588,16 @@ def test_readme_numbers_are_checked_against_the_tables(tmp_path):
 def _write(path, text):
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def test_committed_results_readme_quotes_only_table_numbers():
+    """Every number (3+ significant digits) of results/README.md is in a table or the provenance.
+
+    Run ``python -m dpreg.claims check-readme`` to list the offending numbers.
+    """
+    from dpreg.quotes import table_values, unverified_numbers
+
+    results = ROOT / "results"
+    sources = sorted((results / "tables").glob("*.csv")) + [results / "provenance.json"]
+    text = (results / "README.md").read_text(encoding="utf-8")
+    assert unverified_numbers(text, table_values([p for p in sources if p.exists()])) == []
