@@ -3,7 +3,8 @@
 With ``ell = ln(2/delta)``, ``T = n``, ``B = 1`` and ``base = 1`` (spec W18-W20)::
 
     sz = floor(eps n / (2 ell base sqrt(2T)));  if sz < 1: sz = 1, base = eps n / (2 ell sqrt(2T))
-    each step: I = sz indices drawn uniformly with replacement, L_t = 1 + ||theta||,
+    each step: I = sz indices drawn uniformly with replacement, L_t = 1 + ||theta||
+      (for rows inside general bounds: B_X (B_X ||theta|| + B_Y), the gradient bound),
       sigma_t = sqrt(ell) L_t / base,  eta_t = B / (sqrt(2T) sqrt(sigma_t^2 ell + L_t^2)),
       g = X_I^T (X_I theta - y_I) - theta + sigma_t xi
     phase 1 (T steps): theta <- theta - eta_t g
@@ -37,6 +38,8 @@ import math
 
 import numpy as np
 
+from dpreg import mechanisms as mech
+from dpreg._validation import epsilon_too_small
 from dpreg.algorithms._wang import calibration_guard, claimed_release
 from dpreg.algorithms.base import Algorithm, FitOptions, FitResult, ReleaseContext, Style
 from dpreg.mechanisms import Release
@@ -66,15 +69,21 @@ def sgd_schedule(eps: float, delta: float, n: int) -> tuple[int, float]:
 def _releases(ctx: ReleaseContext) -> list[Release]:
     """One claimed release; sensitivity and scale are the first step's (``theta = 0``).
 
-    Later steps use ``L_t = 1 + ||theta||`` and ``sigma_t = sqrt(ell) L_t / base``.
+    Later steps use ``L_t = B_X (B_X ||theta|| + B_Y)`` and ``sigma_t =
+    sqrt(ell) L_t / base``.
     """
     _, base = sgd_schedule(ctx.epsilon, ctx.delta, ctx.need_n("noisysgd"))
+    ell = math.log(2.0 / ctx.delta)
+    L0 = ctx.bound_x * ctx.bound_y
+    scale = math.sqrt(ell) * L0 / base
+    if not math.isfinite(scale * scale * ell):  # the step size needs sigma^2 ell
+        raise epsilon_too_small(ctx.epsilon)
     return [
         claimed_release(
             "theta",
             "noisysgd",
-            sensitivity=1.0,
-            scale=math.sqrt(math.log(2.0 / ctx.delta)) / base,
+            sensitivity=L0,
+            scale=scale,
             epsilon=ctx.epsilon,
             delta=ctx.delta,
             calibration="wang-sgd",
@@ -86,6 +95,7 @@ def _releases(ctx: ReleaseContext) -> list[Release]:
 def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResult:
     X, y = opts.rows  # type: ignore[misc]
     n, d, R = stats.n, stats.d, opts.size
+    bx, by = stats.bound_x, stats.bound_y
     eps, delta = rel[0].epsilon, rel[0].delta
     ell = math.log(2.0 / delta)
     sz, base = sgd_schedule(eps, delta, n)
@@ -99,12 +109,13 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResult:
         done = 0
         while done < T:
             k = min(_CHUNK, T - done, max(1, _CHUNK_ELEMENTS // (R * sz * d)))
+            # minibatch indices (sampling, not noise), then the Gaussian noise
             idx = np.stack([g.integers(0, n, size=(k, sz)) for g in chains], axis=1)
-            xi = np.stack([g.standard_normal((k, d)) for g in chains], axis=1)
+            xi = np.stack([mech.vector_noise(d, scale=1.0, rng=g, size=k) for g in chains], axis=1)
             for j in range(k):
                 Xi = X[idx[j]]  # (R, sz, d)
                 resid = np.einsum("rsd,rd->rs", Xi, theta) - y[idx[j]]
-                L = 1.0 + np.sqrt(np.einsum("rd,rd->r", theta, theta))
+                L = bx * (bx * np.sqrt(np.einsum("rd,rd->r", theta, theta)) + by)
                 sigma = math.sqrt(ell) * L / base
                 eta = step_c / np.sqrt(sigma**2 * ell + L**2)
                 g = np.einsum("rsd,rs->rd", Xi, resid) - theta + sigma[:, None] * xi[j]
