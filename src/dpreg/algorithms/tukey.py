@@ -122,7 +122,7 @@ __all__ = [
 #: Width of the uniform tie-breaking perturbation (the authors' code).
 TIE_BREAK = 1e-10
 #: Repeats fitted in one batch (bounds the (R, m, b, d) tensor).
-_CHUNK_ELEMENTS = 20_000_000
+_CHUNK_ELEMENTS = 5_000_000
 
 
 _RULE = re.compile(r"n/(\d*)d")
@@ -214,26 +214,6 @@ def _suffix_min_h(logV: np.ndarray, eps2: float) -> np.ndarray:
     return np.minimum.accumulate(h[:, ::-1], axis=1)[:, ::-1]
 
 
-def _certified(
-    logV: np.ndarray, S: np.ndarray, k: np.ndarray, t: int, eps2: float, log_thr: float, stop: int
-) -> np.ndarray:
-    """Whether ``k`` (one per row of ``logV``) is certified, using depths up to ``stop``.
-
-    With 0-based indices ``a = t - k - 2`` (depth ``t-k-1``) and
-    ``j = t + k + g`` (depth ``t+k+g+1``), the certificate is
-    ``min_{g >= 1, j < stop} ln V[a] - ln V[j] - eps2 g / 2 <= log_thr``,
-    and ``-eps2 g/2 = -eps2 j/2 + eps2 (t+k)/2``, so the minimum over ``g``
-    is the suffix minimum ``S`` at ``j = t+k+1`` (``S`` built on
-    ``logV[:, :stop]``).
-    """
-    rows = np.arange(logV.shape[0])
-    a = logV[rows, t - k - 2]
-    j0 = t + k + 1
-    ok = j0 < stop
-    best = np.where(ok, S[rows, np.minimum(j0, stop - 1)], np.inf)
-    return a + 0.5 * eps2 * (t + k) + best <= log_thr
-
-
 def ptr_distance(logV: np.ndarray, t: int, eps2: float, delta: float) -> np.ndarray:
     """``k_hat``: the largest certified ``k`` in ``[-1, t-2]`` per repeat (``-1`` if none).
 
@@ -255,11 +235,15 @@ def ptr_distance(logV: np.ndarray, t: int, eps2: float, delta: float) -> np.ndar
     R, Q = logV.shape
     log_thr = math.log(delta) - math.log(8.0) - eps2
     S = _suffix_min_h(logV, eps2)
-    out = np.full(R, -1, dtype=np.int64)
-    for k in range(-1, t - 1):
-        cert = _certified(logV, S, np.full(R, k), t, eps2, log_thr, Q)
-        out = np.where(cert, k, out)
-    return out
+    ks = np.arange(-1, t - 1)  # k = t - 1 would need V_0 and is never certified
+    if ks.size == 0:
+        return np.full(R, -1, dtype=np.int64)
+    a = logV[:, t - ks - 2]  # (R, K): ln V at depth t - k - 1
+    j0 = t + ks + 1  # first depth index t + k + g with g = 1
+    best = np.where(j0 < Q, S[:, np.minimum(j0, Q - 1)], np.inf)
+    cert = a + 0.5 * eps2 * (t + ks) + best <= log_thr
+    last = ks.size - 1 - np.argmax(cert[:, ::-1], axis=1)  # largest certified k per repeat
+    return np.where(cert.any(axis=1), ks[last], -1).astype(np.int64)
 
 
 def code_distance(logV_code: np.ndarray, t: int, eps2: float, delta: float) -> np.ndarray:
