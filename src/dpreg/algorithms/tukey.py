@@ -219,7 +219,10 @@ def ptr_distance(logV: np.ndarray, t: int, eps2: float, delta: float) -> np.ndar
 
     ``k = t - 1`` would need ``V_0`` (the whole space) and is never certified.
     Every depth in ``logV`` (up to ``floor(m/2)``) may serve as
-    ``t + k + g + 1``.
+    ``t + k + g + 1``.  With 0-based ``j = t + k + g`` the certificate's
+    ``-eps2 g / 2`` is ``-eps2 j / 2 + eps2 (t + k) / 2``, so its minimum over
+    ``g >= 1`` is a suffix minimum of ``-ln V[j] - eps2 j / 2`` at
+    ``j = t + k + 1``: every ``k`` is tested in ``O(R (Q + t))``.
 
     Parameters
     ----------
