@@ -414,6 +414,18 @@ def test_one_algorithm_across_variants_gets_distinct_colours(tmp_path):
     assert len(colours) == 3
 
 
+def test_per_variant_references_take_the_variant_colour(tmp_path):
+    frame = synthetic_trials(datasets=("d1",), variants=("a", "b"))
+    frame = frame[frame["algorithm"].isin(["adassp", "ridge"])].copy()
+    frame.loc[(frame["algorithm"] == "ridge") & (frame["variant"] == "b"), "mse"] *= 1.5
+    fig = draw(summarise(frame, experiment="e"), tmp_path)
+    handles = dict(zip(legend_labels(fig), fig.legends[0].legend_handles, strict=True))
+    for v in "ab":
+        ridge = handles[f"{label('ridge')} · {v}"]
+        assert ridge.get_color() == handles[f"{label('adassp')} · {v}"].get_color()
+        assert ridge.get_linestyle() == ALGORITHMS["ridge"].style.linestyle
+
+
 def test_peers_title_names_diffprivlib(tmp_path):
     frame = synthetic_trials(datasets=("d1",))
     peer = frame[frame["algorithm"] == "adassp"].assign(algorithm="diffprivlib")

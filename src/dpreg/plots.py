@@ -14,8 +14,10 @@ log-log axes, test MSE over all folds and noise repeats against epsilon.
   top edge, and the panel states how many points are off scale.
 - Non-private references (ridge, trivial, OLS) are drawn without a band in
   their registry style; a reference whose curve differs between the variants
-  of a figure is drawn once per variant, each with its own dash pattern and
-  label.  A reference that is the same under every variant is drawn once.
+  of a figure is drawn once per variant and labelled so: in the variant's
+  colour when the figure compares one algorithm across variants, else with
+  its own dash pattern.  A reference that is the same under every variant is
+  drawn once.
 - Labels, colours, line styles and markers come from the algorithm registry
   (:data:`dpreg.algorithms.ALGORITHMS`: ``label`` and ``style``).  Open
   circles mark points where some release was outside its calibration's
@@ -192,8 +194,14 @@ def _private_lines(table, var_order, alg_order) -> list[_Line]:
     return lines
 
 
-def _reference_lines(table, var_order, alg_order, stat) -> list[_Line]:
-    """Reference curves: once when equal under every variant, else once per variant."""
+def _reference_lines(table, var_order, alg_order, stat, variant_colours=None) -> list[_Line]:
+    """Reference curves: once when equal under every variant, else once per variant.
+
+    A per-variant reference takes the variant's colour when the private
+    curves are coloured by variant (``variant_colours``) and keeps its own
+    line style; otherwise it keeps its colour and each variant gets a dash
+    pattern of the reference's own family.
+    """
     lines = []
     several = len(var_order) > 1
     for a in alg_order:
@@ -211,8 +219,11 @@ def _reference_lines(table, var_order, alg_order, stat) -> list[_Line]:
             continue
         dashes = _VARIANT_DASHES.get(style if isinstance(style, str) else "", _VARIANT_DASHES["-."])
         for k, v in enumerate(present):
-            dash = dashes[k % len(dashes)]
-            lines.append(_Line(v, a, f"{algorithm_label(a)} · {v}", colour, dash, marker, True))
+            if variant_colours and v in variant_colours:
+                tone, dash = variant_colours[v], style
+            else:
+                tone, dash = colour, dashes[k % len(dashes)]
+            lines.append(_Line(v, a, f"{algorithm_label(a)} · {v}", tone, dash, marker, True))
     return lines
 
 
@@ -493,9 +504,11 @@ def plot_experiment(
     datasets = _ordered(list(table["dataset"]), list(dataset_info))
     var_order = _ordered(list(table["variant"]), variants)
     alg_order = _ordered(list(table["algorithm"]), algorithms)
-    lines = _private_lines(table, var_order, alg_order) + _reference_lines(
-        table, var_order, alg_order, stat
-    )
+    private = _private_lines(table, var_order, alg_order)
+    by_variant = None
+    if len({ln.algorithm for ln in private}) == 1 and len(private) > 1:
+        by_variant = {ln.variant: ln.color for ln in private}  # colours tell the variants apart
+    lines = private + _reference_lines(table, var_order, alg_order, stat, by_variant)
 
     nrows, ncols = panel_grid(len(datasets))
     fig = Figure(figsize=(4.4 * ncols, 3.5 * nrows + 1.0), layout="constrained")
