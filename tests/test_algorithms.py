@@ -18,9 +18,7 @@ DELTA = 1e-6
 #: holds every entry to the shared contract.
 _FAMILIES = ("dpreg.algorithms.ssp", "dpreg.algorithms.adassp", "dpreg.algorithms.functional")
 PRIVATE = [
-    name
-    for name, alg in ALGORITHMS.items()
-    if alg.private and alg.fit_fn.__module__ in _FAMILIES
+    name for name, alg in ALGORITHMS.items() if alg.private and alg.fit_fn.__module__ in _FAMILIES
 ]
 GAUSSIAN_PRIVATE = [n for n in PRIVATE if n != "functional"]
 ADASSP = ["adassp-wang", "adassp", "adassp-analytic", "adassp-gdp"]

@@ -188,8 +188,14 @@ def test_row_algorithms_refuse_missing_or_mismatched_rows(data):
         return ALGORITHMS["trivial"].fit_fn(st, rel, opts)
 
     alg = Algorithm(
-        "rows-probe", "probe", private=False, calibration="none",
-        release_fn=lambda ctx: [], fit_fn=fit_fn, needs_rows=True, reference="test",
+        "rows-probe",
+        "probe",
+        private=False,
+        calibration="none",
+        release_fn=lambda ctx: [],
+        fit_fn=fit_fn,
+        needs_rows=True,
+        reference="test",
     )
     with pytest.raises(DPRegError, match="needs the training rows"):
         alg.fit(stats, epsilon=1.0, delta=DELTA, rng=None)

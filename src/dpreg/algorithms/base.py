@@ -203,7 +203,12 @@ def add_to_diagonal(A: np.ndarray, value: float | np.ndarray) -> np.ndarray:
 
 
 def draw_noise(
-    kinds: Sequence[str], releases: Sequence[Release], d: int, *, rng: np.random.Generator, size: int
+    kinds: Sequence[str],
+    releases: Sequence[Release],
+    d: int,
+    *,
+    rng: np.random.Generator,
+    size: int,
 ) -> list[np.ndarray]:
     """The Gaussian noise of every release of one run, ``size`` repeats at once.
 
@@ -217,23 +222,9 @@ def draw_noise(
     Returns one array per release (``(size,)``, ``(size, d)`` or
     ``(size, d, d)``), each multiplied by its release's ``scale``.
     """
-    rng = as_generator(rng)
-    if len(kinds) != len(releases):
-        raise DPRegError(f"noise layout {tuple(kinds)} does not match {len(releases)} releases")
-    widths = [mech.noise_width(k, d) for k in kinds]
-    z = rng.standard_normal((int(size), sum(widths)))
-    out = []
-    lo = 0
-    for kind, width, rel in zip(kinds, widths, releases, strict=True):
-        part = z[:, lo : lo + width]
-        lo += width
-        if kind == "scalar":
-            out.append(part[:, 0] * rel.scale)
-        elif kind == "vector":
-            out.append(part * rel.scale)
-        else:
-            out.append(mech.matrix_from_normals(kind, part, d, rel.scale))
-    return out
+    return mech.normal_block_noise(
+        tuple(kinds), [r.scale for r in releases], d, rng=as_generator(rng), size=int(size)
+    )
 
 
 @lru_cache(maxsize=8192)

@@ -59,7 +59,10 @@ def _releases(ctx: ReleaseContext) -> list[Release]:
 
 def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResult | PendingSolve:
     E, v = mech.objective_laplace_noise(
-        stats.d, scale=rel[0].scale, rng=opts.rng, size=opts.size  # type: ignore[arg-type]
+        stats.d,
+        scale=rel[0].scale,
+        rng=opts.rng,
+        size=opts.size,  # type: ignore[arg-type]
     )
     xtx = stats.xtx + E
     xty = stats.xty + v
