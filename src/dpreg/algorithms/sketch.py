@@ -26,8 +26,9 @@ neighbours: here ``B^2 = (B_X^2 + B_Y^2) / 2``.  *Doubts*: that factor, and
 Sheffet's constants (``ln(8/delta)``, the factor 4), could not be checked
 against the paper; the variant is marked as a reproduction whose privacy the
 project does not claim.  Sheffet's Algorithm 1 appends ``w I`` rows to
-``A`` rather than adding ``w N``; in Gram law the two differ (a fixed
-``w^2 I`` shift vs a Wishart one) -- the code's ``w N`` form is used.
+``A`` before sketching; ``S [A; w I] = S A + w S_2`` with ``S_2`` a fresh
+``k x p`` standard normal block, which is the code's ``S A + w N`` exactly
+in law.
 
 Ledger: the Laplace test (L1 sensitivity ``B_X^2 + B_Y^2``, Weyl) at its
 own scale, and the sketch as an externally calibrated release carrying the
