@@ -288,7 +288,7 @@ def expanded_alpha(level: float, clusters: int) -> float:
     the normal quantile ignores that the spread is estimated from n units).
     The expanded interval takes the percentiles at
     ``alpha' / 2 = Phi(-sqrt(n / (n - 1)) * t_{n-1, 1 - alpha/2})``
-    (Hesterberg 2015, section 4.2); for n = 10 and 95% these are the 0.85%
+    (Hesterberg 2015); for n = 10 and 95% these are the 0.85%
     and 99.15% percentiles.  ``clusters < 2`` returns the plain alpha.
 
     References
