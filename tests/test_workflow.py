@@ -122,12 +122,18 @@ def test_outputs_follow_the_contract(tiny_runs):
             pairs.setdefault(ds, set()).update(
                 (v, a) for v in spec["variants"] for a in spec["algorithms"]
             )
-    # one trial file per dataset: each (variant, algorithm) swept once, shared by experiments
-    assert sorted(p.parent.name for p in (run / "results" / "trials").rglob("*.parquet")) == sorted(
-        pairs
-    )
+    # per dataset one "stats" file plus one per row-based algorithm; each (variant,
+    # algorithm) swept once, shared by the experiments that use it
+    files = {(p.parent.name, p.stem) for p in (run / "results" / "trials").rglob("*.parquet")}
+    assert files == {(ds, shard_of(a)) for ds, needed in pairs.items() for _, a in needed}
     for ds, needed in pairs.items():
-        trials = pd.read_parquet(run / "results" / "trials" / ds / "stats.parquet")
+        trials = pd.concat(
+            [
+                pd.read_parquet(run / "results" / "trials" / ds / f"{s}.parquet")
+                for d, s in files
+                if d == ds
+            ]
+        )
         assert set(zip(trials["variant"], trials["algorithm"], strict=True)) == needed
         assert len(trials) == len(needed) * len(config["epsilons"]) * folds * repeats
         assert (run / "logs" / "run_sweep" / ds / "stats.log").exists()
@@ -354,13 +360,17 @@ def test_lint_is_clean(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def expected_shards(config: dict) -> set[str]:
-    """Shards of a config whose experiments all use every dataset."""
+def shard_of(algorithm: str) -> str:
+    """The trial file of an algorithm: its own when it fits on rows, else "stats"."""
     from dpreg.algorithms import ALGORITHMS
     from dpreg.peers import PEERS
 
-    algs = {a for exp in config["experiments"].values() for a in exp["algorithms"]}
-    return {a if a in PEERS or ALGORITHMS[a].needs_rows else "stats" for a in algs}
+    return algorithm if algorithm in PEERS or ALGORITHMS[algorithm].needs_rows else "stats"
+
+
+def expected_shards(config: dict) -> set[str]:
+    """Shards of a config whose experiments all use every dataset."""
+    return {shard_of(a) for exp in config["experiments"].values() for a in exp["algorithms"]}
 
 
 def test_dry_run_of_default_config_with_default_profile(tmp_path):

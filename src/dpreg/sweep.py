@@ -60,6 +60,7 @@ from dpreg.preprocess import (
     private_stat_releases,
     raw_fold_moments,
 )
+from dpreg.preprocess import private as _private
 from dpreg.seeding import seed_sequence
 from dpreg.tables import TRIAL_COLUMNS
 
@@ -435,6 +436,7 @@ def _private_stats_blocks(
     ]
     d = source.d + int(spec.has_intercept)
     R_max = max((R for _, R in algs), default=0)
+    batched_runs = getattr(_private, "private_fold_data_runs", None)
     blocks = []
     for k in range(folds):
         for eps in eps_grid:
@@ -444,19 +446,11 @@ def _private_stats_blocks(
             stats_rng = np.random.default_rng(
                 seed_sequence(seed, dataset, vname, k, "private_stats", eps)
             )
-            fds = [
-                private_fold_data(
-                    spec,
-                    ranges,
-                    total - moms[k],
-                    moms[k],
-                    shared[k],
-                    stat_rel,
-                    fold=k,
-                    rng=stats_rng,
-                )
-                for _ in range(R_max)
-            ]
+            args = (spec, ranges, total - moms[k], moms[k], shared[k], stat_rel)
+            if batched_runs is not None:  # the runs vectorised (same numbers)
+                fds = batched_runs(*args, fold=k, rng=stats_rng, size=R_max)
+            else:
+                fds = [private_fold_data(*args, fold=k, rng=stats_rng) for _ in range(R_max)]
             e_alg, d_alg = algorithm_budget(spec, epsilon=eps, delta=delta)
             for alg, R in algs:
                 blocks.append(

@@ -427,6 +427,7 @@ def plot_kwargs(wildcards):
         "note": "; ".join(notes) or None,
         "statistic": exp.get("statistic", "median"),
         "level": config.get("bootstrap", {}).get("level", 0.95),
+        "cap": exp.get("plot_cap", 10),
     }
 
 

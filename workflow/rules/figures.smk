@@ -14,6 +14,8 @@ rule aggregate_experiment:
         ),
     log:
         "logs/aggregate_experiment/{experiment}.log",
+    benchmark:
+        "logs/benchmarks/aggregate_experiment/{experiment}.tsv"
     conda:
         "../envs/dpreg.yaml"
     threads: 1
@@ -43,6 +45,8 @@ rule plot_experiment:
         pdf="results/figures/{experiment}.pdf",
     log:
         "logs/plot_experiment/{experiment}.log",
+    benchmark:
+        "logs/benchmarks/plot_experiment/{experiment}.tsv"
     conda:
         "../envs/dpreg.yaml"
     threads: 1
@@ -67,6 +71,8 @@ rule write_claims:
         ),
     log:
         f"logs/write_claims{_run_suffix()}.log",
+    benchmark:
+        f"logs/benchmarks/write_claims{_run_suffix()}.tsv"
     conda:
         "../envs/dpreg.yaml"
     threads: 1

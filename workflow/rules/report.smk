@@ -10,6 +10,8 @@ rule write_provenance:
         provenance=provenance_path(),
     log:
         f"logs/write_provenance{_run_suffix()}.log",
+    benchmark:
+        f"logs/benchmarks/write_provenance{_run_suffix()}.tsv"
     conda:
         "../envs/dpreg.yaml"
     threads: 1
