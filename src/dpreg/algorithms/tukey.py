@@ -36,14 +36,15 @@ add/remove guarantee of the others; an add/remove ``(epsilon, delta)``
 algorithm is replace-one ``(2 epsilon, (1 + e^epsilon) delta)`` by group
 privacy (and, for AdaSSP's Gaussian releases, replace-one at a GDP ``mu`` at
 most twice as large), so at equal nominal budgets TukeyEM's guarantee is
-never the weaker one.  The ledger records ``replace-one``.
+never the weaker one in replace-one terms -- while in add/remove terms it
+has none.  The ledger records ``replace-one``.
 
 Number of models ``m``
 ----------------------
-Hyperparameter ``m`` (default ``"auto"``): an integer, or a rule ``"n/<c>d"``
-resolved inside the fit from the training fold's ``n`` and ``d``; ``"auto"``
-is ``"n/2d"`` = ``floor(n / (2 d))`` -- each model is fitted on at least ``2d`` rows.  On the
-synthetic default of the authors' experiment code (``n = 22000``,
+Hyperparameter ``m`` (default ``"auto"``): an integer, or a rule
+``"n/<c>d"`` resolved inside the fit from the training fold's ``n`` and
+``d``; ``"auto"`` is ``"n/2d"`` = ``floor(n / (2 d))``, so each model is
+fitted on at least ``2d`` rows.  On the synthetic default of the authors' experiment code (``n = 22000``,
 ``d = 11``) this gives ``m = 1000``, the smallest value of their grid
 ``{1000, ..., 2000}``.  The safety test can only pass when
 ``t ~ m/4`` exceeds ``ln(1/(2 delta)) / eps2``, i.e. ``m >~ 8 ln(1/(2 delta))
@@ -53,8 +54,16 @@ a result, not a bug.  Two more entries fix the other ends of the range for
 one experiment that sweeps ``m``: ``tukey-em-n1d`` (``m = n/d``, batches of
 ``d`` rows) and ``tukey-em-n4d`` (``m = n/(4d)``).
 
-Two entries
------------
+Collinear features
+------------------
+Each batch is fitted by minimum-norm least squares (singular values below
+lstsq's default cut-off are dropped).  Along exact or near null directions
+of the design the models spread widely and the coordinate-wise depth box
+can be huge, so the error is heavy-tailed although its median is fine
+(seen on a dataset with duplicated columns).
+
+The published form and the released code
+----------------------------------------
 ``tukey-em``
     As published, with the safety test noised as standard PTR requires
     (``Lap(1/eps2)``), ``k_hat`` exactly as defined above over every depth
