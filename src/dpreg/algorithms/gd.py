@@ -45,8 +45,8 @@ Brown, G., Dvijotham, K., Evans, G., Liu, D., Smith, A. & Thakurta, A.
 and instance-specific uncertainty estimation. ICML (PMLR 235:4561); code
 ``gavinrbrown1/DPGD-for-regression``.
 Bun, M. & Steinke, T. (2016). Concentrated differential privacy:
-simplifications, extensions, and lower bounds. TCC (Propositions 1.3, 1.6
-and Lemma 2.3).
+simplifications, extensions, and lower bounds. TCC (Propositions 1.3 and 1.6,
+and their composition lemma).
 Lev, O., Shenfeld, M., Srinivasan, V., Ligett, K. & Wilson, A. C. (2026).
 Iterative Hessian mixing (arXiv 2601.07545); code ``omrilev1/HessianMix``.
 """
@@ -80,7 +80,7 @@ def dpgd_sigma(*, epsilon: float, delta: float, sensitivity: float, T: int) -> f
     """Noise std of each of ``T`` Gaussian steps that compose to ``zcdp_rho(eps, delta)``.
 
     ``sigma = sensitivity * sqrt(T / (2 rho_z))`` (each step is
-    ``sensitivity^2 / (2 sigma^2)``-zCDP; Bun & Steinke 2016, Prop. 1.6, Lemma 2.3).
+    ``sensitivity^2 / (2 sigma^2)``-zCDP and zCDP composes additively; Bun & Steinke 2016).
     """
     return sensitivity * math.sqrt(T / (2.0 * zcdp_rho(epsilon, delta)))
 

@@ -65,13 +65,12 @@ References
 Sheffet, O. (2017). Differentially private ordinary least squares. ICML
 (Algorithm 1).  Blocki, J., Blum, A., Datta, A. & Sheffet, O. (2012). The
 Johnson-Lindenstrauss transform itself preserves differential privacy. FOCS.
-Lev, O., Srinivasan, V., Shenfeld, M., Ligett, K., Sekhari, A. & Wilson,
-A. C. (2025). The Gaussian mixing mechanism: Renyi differential privacy via
-Gaussian sketches (arXiv 2505.24603); code ``omrilev1/GaussMix``.
+Lev, O. et al. (2025). The Gaussian mixing mechanism (arXiv 2505.24603);
+code ``omrilev1/GaussMix``.
 Lev, O., Shenfeld, M., Srinivasan, V., Ligett, K. & Wilson, A. C. (2026).
 Iterative Hessian mixing (arXiv 2601.07545); code ``omrilev1/HessianMix``.
 Canonne, C., Kamath, G. & Steinke, T. (2020). The discrete Gaussian for
-differential privacy. NeurIPS (Proposition 12: RDP to (eps, delta)).
+differential privacy. NeurIPS (their conversion from Renyi DP to (eps, delta)).
 Balle, B. & Wang, Y.-X. (2018). Improving the Gaussian mechanism. ICML.
 """
 
@@ -237,7 +236,7 @@ def rdp_to_dp(alpha: float, rdp: float, delta: float) -> float:
     """``(alpha, rdp)``-RDP implies ``(eps, delta)``-DP with this ``eps``.
 
     ``eps = rdp + [ln(1/delta) + (alpha - 1) ln(1 - 1/alpha) - ln alpha] / (alpha - 1)``
-    (Canonne, Kamath & Steinke 2020, Proposition 12).
+    (the conversion of Canonne, Kamath & Steinke 2020).
     """
     return rdp + (
         math.log(1.0 / delta) + (alpha - 1.0) * math.log1p(-1.0 / alpha) - math.log(alpha)
