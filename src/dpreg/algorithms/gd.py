@@ -73,7 +73,8 @@ def zcdp_rho(epsilon: float, delta: float) -> float:
     ``eps = rho + 2 sqrt(rho ln(1/delta))`` (Bun & Steinke 2016, Prop. 1.3).
     """
     L = math.log(1.0 / delta)
-    return (math.sqrt(epsilon + L) - math.sqrt(L)) ** 2
+    # the same value as (sqrt(eps + L) - sqrt(L))^2 without cancellation at tiny eps
+    return (epsilon / (math.sqrt(epsilon + L) + math.sqrt(L))) ** 2
 
 
 def dpgd_sigma(*, epsilon: float, delta: float, sensitivity: float, T: int) -> float:
@@ -122,7 +123,7 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResult:
     C = stats.bound_y
     R = opts.size
     sigma = rel[0].scale
-    xi = opts.rng.standard_normal((R, T * d)).reshape(R, T, d)  # type: ignore[union-attr]
+    xi = mech.standard_normals((R, T * d), rng=opts.rng).reshape(R, T, d)  # type: ignore[arg-type]
     theta = np.zeros((R, d))
     sums = np.empty((R, T, d))
     for t in range(T):

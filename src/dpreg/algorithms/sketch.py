@@ -176,15 +176,15 @@ def _releases_sheffet(ctx: ReleaseContext, *, lev: bool) -> list[Release]:
     _, w2 = sheffet_sizes(ctx.d, eps, delta, b2)
     # the sketch: its cost is Sheffet's claimed share (mechanism "sheffet-jl",
     # sensitivity = squared row-norm bound, scale = the appended noise level w)
-    sk = Release(
+    sk = mech.stated_release(
         "sketch",
-        "sheffet-jl",
-        b2,
-        math.sqrt(w2),
-        3.0 * eps / 4.0,
-        delta,
-        "sheffet-lev" if lev else "sheffet",
-        not lev,
+        mechanism="sheffet-jl",
+        epsilon=3.0 * eps / 4.0,
+        delta=delta,
+        calibration="sheffet-lev" if lev else "sheffet",
+        sensitivity=b2,
+        scale=math.sqrt(w2),
+        valid=not lev,
     )
     return [test, sk]
 
@@ -206,8 +206,8 @@ def _fit_sheffet(
     lam_min = float(eig[0][0])
     R = opts.size
     rngs = opts.rng.spawn(R)  # type: ignore[union-attr]
-    Z = np.array([g.laplace(scale=rel[0].scale) for g in rngs])
-    G = np.stack([g.standard_normal((k, p)) for g in rngs])
+    Z = np.concatenate([mech.laplace_noise((1,), scale=rel[0].scale, rng=g) for g in rngs])
+    G = np.stack([mech.standard_normals((k, p), rng=g) for g in rngs])
     noisy_test = lam_min - Z
     clean = noisy_test > w2 + 4.0 * b2 * math.log(1.0 / delta) / eps
     gram = sketch_gram(eig, np.where(clean, 0.0, w2), G)
@@ -339,15 +339,14 @@ def _releases_ihm(ctx: ReleaseContext) -> list[Release]:
         # the T sketches: cost from the Renyi bound (mechanism "renyi-mixing",
         # sensitivity = the rank-one change bound B_X^2, scale = sqrt(gamma), the
         # largest noise level s); RDP->DP at delta' plus delta' for lam~ > lambda_min
-        Release(
+        mech.stated_release(
             "hessian_sketches",
-            "renyi-mixing",
-            bx2,
-            math.sqrt(bx2 * gamma1),
-            eps / 2.0 - eps_lam,
-            2.0 * dp,
-            "renyi-mixing",
-            True,
+            mechanism="renyi-mixing",
+            epsilon=eps / 2.0 - eps_lam,
+            delta=2.0 * dp,
+            calibration="renyi-mixing",
+            sensitivity=bx2,
+            scale=math.sqrt(bx2 * gamma1),
         ),
     ]
     sens_g = ctx.bound_x * ctx.bound_y
@@ -379,7 +378,7 @@ def _fit_ihm(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResul
     sigma_g = rel[2].scale
     R = opts.size
     # one repeat-major block of normals: [z0 | T sketches (k d) | T gradients (d)]
-    z = opts.rng.standard_normal((R, 1 + T * k * d + T * d))  # type: ignore[union-attr]
+    z = mech.standard_normals((R, 1 + T * k * d + T * d), rng=opts.rng)  # type: ignore[arg-type]
     z0 = z[:, 0]
     Gs = z[:, 1 : 1 + T * k * d].reshape(R, T, k, d)
     xi = z[:, 1 + T * k * d :].reshape(R, T, d)

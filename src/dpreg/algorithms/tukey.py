@@ -395,8 +395,14 @@ def _releases(ctx: ReleaseContext, *, code: bool) -> list[Release]:
     )
     # the exponential mechanism on depth (sensitivity 1, weights e^{eps2 q}: scale 1/eps2);
     # its cost after a passed test is the claimed (eps2, delta) of Brown et al.'s Theorem
-    em = Release(
-        "tukey_depth_em", "exponential", 1.0, 1.0 / eps2, eps2, ctx.delta, "restricted-em-ptr", True
+    em = mech.stated_release(
+        "tukey_depth_em",
+        mechanism="exponential",
+        epsilon=eps2,
+        delta=ctx.delta,
+        calibration="restricted-em-ptr",
+        sensitivity=1.0,
+        scale=1.0 / eps2,
     )
     return [ptr, em]
 
@@ -413,10 +419,12 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, code: bool) 
     half = m // 2
     t = half // 2
     # every later draw of repeat r comes from rngs[r], after its permutation
+    # (tie-breaking and sampling uniforms are not privacy noise; the Laplace and
+    # Gumbel draws are, and come from dpreg.mechanisms)
     tie = np.stack([g.random((d, m)) for g in rngs]) * TIE_BREAK
-    lap = np.array([g.laplace(scale=rel[0].scale) for g in rngs])
-    gum_q = [g.gumbel(size=half - t + 1) for g in rngs]
-    gum_j = np.stack([g.gumbel(size=d) for g in rngs])
+    lap = np.concatenate([mech.laplace_noise((1,), scale=rel[0].scale, rng=g) for g in rngs])
+    gum_q = np.stack([mech.gumbel_noise((half - t + 1,), rng=g) for g in rngs])
+    gum_j = np.stack([mech.gumbel_noise((d,), rng=g) for g in rngs])
     u = np.stack([g.random(d + 1) for g in rngs])
     P = np.sort(models.transpose(0, 2, 1) + tie, axis=2)
     if code:
@@ -436,7 +444,7 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, code: bool) 
         logW = lv + np.log1p(-np.exp(np.minimum(nxt - lv, 0.0)))
     logW = np.where(np.isnan(logW), -np.inf, logW)
     qs = np.arange(t, half + 1)
-    score = logW + eps2 * qs[None, :] + np.stack(gum_q)
+    score = logW + eps2 * qs[None, :] + gum_q
     q = qs[np.argmax(score, axis=1)]
     theta = sample_depth_region(P, q + 1 if code else q, gumbel=gum_j, u=u, code=code)
     failed = ~passed | ~np.all(np.isfinite(theta), axis=1)
