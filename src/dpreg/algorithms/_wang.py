@@ -7,8 +7,9 @@ recorded as :class:`~dpreg.mechanisms.Release` objects with their own
 the ``(epsilon, delta)`` the method's analysis claims, and ``valid`` says
 whether that claim is backed by a theorem for the run (see each family
 module).  ``sensitivity`` holds the Lipschitz (gradient) bound the
-calibration used and ``scale`` the standard deviation of the noise it adds,
-NaN where either changes from repeat to repeat.
+calibration used and ``scale`` the standard deviation of the noise it adds
+(where either changes from repeat to repeat, the largest value any repeat
+can use, or the first step's; each family module says which).
 
 References
 ----------

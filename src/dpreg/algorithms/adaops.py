@@ -40,11 +40,14 @@ profile); ``D``'s sensitivity ``ln(1 + B_X^2/h)`` is data-dependent, so its
 release is recorded in units of it (sensitivity 1).  The sample is an
 ``"ops"`` release whose (eps/2, delta/3) rests on (W16) holding with ``L`` an
 upper bound on the Lipschitz constant: it is outside validity when the cap
-of (W15) can understate it (``adaops``, ``adaops-post``).  Both noisy
-quantities rely on a safety margin of ``sqrt(ell6)`` noise standard
-deviations that fails with probability ``Phi(-sqrt(ell6))`` each
-(:func:`margin_failure_probability`); at ``delta = 1e-6`` that is about
-``4e-5``, far above ``delta/3``, so no AdaOPS entry meets its nominal delta.
+of (W15) can understate it (``adaops``, ``adaops-post``); its recorded
+sensitivity and scale are the largest any repeat can use
+(:func:`sample_bounds`).  Both noisy quantities rely on a safety margin of
+``sqrt(ell6)`` noise standard deviations that fails with probability
+``Phi(-sqrt(ell6))`` each (:func:`margin_failure_probability`); at ``delta =
+1e-6`` that is about ``4e-5``, far above ``delta/3``, so no AdaOPS entry
+meets its nominal delta.  ``valid`` judges each release by itself and does
+not include these failure probabilities.
 
 References
 ----------
