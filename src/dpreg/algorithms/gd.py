@@ -83,7 +83,14 @@ def dpgd_sigma(*, epsilon: float, delta: float, sensitivity: float, T: int) -> f
     ``sigma = sensitivity * sqrt(T / (2 rho_z))`` (each step is
     ``sensitivity^2 / (2 sigma^2)``-zCDP and zCDP composes additively; Bun & Steinke 2016).
     """
-    return sensitivity * math.sqrt(T / (2.0 * zcdp_rho(epsilon, delta)))
+    L = math.log(1.0 / delta)
+    # = sensitivity sqrt(T / (2 rho_z)) with 1/sqrt(rho_z) = (sqrt(eps + L) + sqrt(L)) / eps,
+    # which stays finite where rho_z itself underflows (tiny eps); an infinite scale is
+    # then refused with the one "epsilon too small" message by the release factory
+    with np.errstate(over="ignore"):
+        return float(
+            sensitivity * math.sqrt(T / 2.0) * ((math.sqrt(epsilon + L) + math.sqrt(L)) / epsilon)
+        )
 
 
 def _params(ctx_or_params) -> tuple[int, float]:
