@@ -146,6 +146,24 @@ def breakdown(jobs: list[dict], wall: float) -> dict[str, float]:
     return shares
 
 
+def cpu_seconds(workdir: Path) -> dict[str, float]:
+    """CPU seconds per rule from the jobs' ``benchmark:`` files (``cpu_time`` column).
+
+    Unlike wall time this barely depends on what else runs on the machine:
+    on an otherwise idle machine with N cores the jobs need at least
+    ``sum / N`` seconds of wall time.
+    """
+    out: dict[str, float] = {}
+    root = workdir / "logs" / "benchmarks"
+    for tsv in root.rglob("*.tsv"):
+        rule = tsv.relative_to(root).parts[0].removesuffix(".tsv")
+        rule = re.sub(r"-.*$", "", rule)  # write_claims-<run set>.tsv
+        header, *rows = tsv.read_text().splitlines()
+        col = header.split("\t").index("cpu_time")
+        out[rule] = out.get(rule, 0.0) + sum(float(r.split("\t")[col]) for r in rows)
+    return out
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cores", type=int, default=2)
@@ -166,6 +184,7 @@ def main(argv=None) -> None:
             tail = "\n".join(line for _, line in lines[-40:])
             raise SystemExit(f"snakemake failed (exit {rc}):\n{tail}")
         jobs = parse_jobs(lines)
+        cpu = cpu_seconds(workdir / (".test" if args.test else "."))
 
     if args.jobs:
         for j in jobs:
@@ -188,6 +207,7 @@ def main(argv=None) -> None:
             job_seconds=round(sum(secs), 2),
             median_seconds=round(statistics.median(secs), 2),
             max_seconds=round(max(secs), 2),
+            cpu_seconds=round(cpu.get(rule, 0.0), 2),
         )
     shares = breakdown(jobs, wall)
     emit(bench="breakdown", **{k: round(v, 2) for k, v in shares.items()})
@@ -202,6 +222,8 @@ def main(argv=None) -> None:
         config=".test/config/config.yaml" if args.test else "config/config.yaml",
         cores=args.cores,
         wall_seconds=round(wall, 2),
+        load_average_1min=round(os.getloadavg()[0], 2),
+        job_cpu_seconds=round(sum(cpu.values()), 2),
         jobs=len([j for j in jobs if j["rule"] != "all"]),
         **{f"{k}_seconds": round(v, 2) for k, v in phases.items()},
         other_seconds=round(other, 2),
