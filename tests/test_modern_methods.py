@@ -59,6 +59,20 @@ def test_tukey_m_rule_and_refusals():
         alg.resolve_params({"k": 3})
 
 
+def test_batched_fits_equal_lstsq_including_rank_deficient_batches():
+    """Gram-matrix solves where well conditioned, minimum-norm SVD where not."""
+    rng = np.random.default_rng(12)
+    Xb = rng.normal(size=(2, 5, 12, 4))
+    Xb[1, 2, :, 3] = Xb[1, 2, :, 0]  # duplicated column: singular Gram matrix
+    Xb[0, 4, :, 1] = Xb[0, 4, :, 2] * (1 + 1e-9)  # nearly collinear
+    yb = rng.normal(size=(2, 5, 12))
+    got = tukey._batched_lstsq(Xb, yb)
+    for r in range(2):
+        for i in range(5):
+            ref = np.linalg.lstsq(Xb[r, i], yb[r, i], rcond=None)[0]
+            np.testing.assert_allclose(got[r, i], ref, rtol=1e-7, atol=1e-9)
+
+
 def _depths(models: np.ndarray, point: np.ndarray) -> int:
     below = (models <= point).sum(axis=0)
     above = (models >= point).sum(axis=0)

@@ -56,8 +56,9 @@ one experiment that sweeps ``m``: ``tukey-em-n1d`` (``m = n/d``, batches of
 
 Collinear features
 ------------------
-Each batch is fitted by minimum-norm least squares (singular values below
-lstsq's default cut-off are dropped).  Along exact or near null directions
+Each batch is fitted by least squares; a batch with a singular or
+ill-conditioned Gram matrix gets the minimum-norm solution (singular values
+below lstsq's default cut-off dropped).  Along exact or near null directions
 of the design the models spread widely and the coordinate-wise depth box
 can be huge, so the error is heavy-tailed although its median is fine
 (seen on a dataset with duplicated columns).
@@ -164,18 +165,46 @@ def resolve_m(m: Any, n: int, d: int) -> int:
     return value
 
 
-def _batched_lstsq(Xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
-    """Minimum-norm least squares for a stack of systems (as ``numpy.linalg.lstsq``).
-
-    ``Xb`` (..., b, d), ``yb`` (..., b); singular values below
-    ``eps * max(b, d) * s_max`` are treated as zero, lstsq's default cut-off.
-    """
+def _svd_lstsq(Xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
+    """Minimum-norm least squares by SVD, with ``numpy.linalg.lstsq``'s default cut-off."""
     U, s, Vt = np.linalg.svd(Xb, full_matrices=False)
     b, d = Xb.shape[-2:]
     cut = np.finfo(float).eps * max(b, d) * s[..., :1]
     inv = np.where(s > cut, 1.0 / np.where(s > cut, s, 1.0), 0.0)
     uty = np.einsum("...bk,...b->...k", U, yb)
     return np.einsum("...kd,...k->...d", Vt, inv * uty)
+
+
+#: Batches whose Gram matrix has a 1-norm condition number above this are
+#: refitted by SVD (there the normal equations lose more than ~6 digits).
+_GRAM_COND_MAX = 1e10
+
+
+def _batched_lstsq(Xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
+    """Least squares for a stack of systems ``Xb`` (..., b, d), ``yb`` (..., b).
+
+    Well-conditioned batches are solved through their Gram matrices (one
+    batched inverse, about 15x faster than a batched SVD); a batch whose Gram
+    matrix is singular or has 1-norm condition number above
+    :data:`_GRAM_COND_MAX` gets the minimum-norm solution of
+    :func:`_svd_lstsq`, as ``numpy.linalg.lstsq`` gives.  Any deterministic
+    per-batch fit keeps TukeyEM's privacy argument (one row moves one model);
+    this one agrees with lstsq to about ``cond(G) * 1e-16`` relative.
+    """
+    G = np.swapaxes(Xb, -1, -2) @ Xb
+    r = np.einsum("...bk,...b->...k", Xb, yb)
+    try:
+        with np.errstate(all="ignore"):
+            Ginv = np.linalg.inv(G)
+    except np.linalg.LinAlgError:
+        return _svd_lstsq(Xb, yb)
+    with np.errstate(all="ignore"):
+        cond = np.abs(G).sum(axis=-2).max(axis=-1) * np.abs(Ginv).sum(axis=-2).max(axis=-1)
+        theta = np.einsum("...ij,...j->...i", Ginv, r)
+    bad = ~(cond < _GRAM_COND_MAX)
+    if bad.any():
+        theta[bad] = _svd_lstsq(Xb[bad], yb[bad])
+    return theta
 
 
 def partition_models(
@@ -187,7 +216,7 @@ def partition_models(
     rows ``i b, ..., (i+1) b - 1`` of the shuffled order, ``b = floor(n/m)``
     (the last ``n - m b`` rows are dropped).  The fits of all repeats are one
     batched least-squares solve on an ``(R, m, b, d)`` tensor (in chunks of
-    repeats when that tensor would be large).
+    repeats when that tensor would be large; see :func:`_batched_lstsq`).
 
     Returns
     -------
