@@ -554,49 +554,61 @@ def _runs_block(
     )
 
 
+def _strings(values: Sequence[str], counts: Sequence[int] | np.ndarray) -> pd.Series:
+    """``values[i]`` repeated ``counts[i]`` times, as a pandas string column.
+
+    Built as a dictionary-encoded Arrow array (codes repeated, each distinct
+    string stored once) and decoded in C++: much faster than converting
+    hundreds of thousands of Python strings one by one.
+    """
+    import pyarrow as pa
+
+    index: dict[str, int] = {}
+    codes = np.array([index.setdefault(v, len(index)) for v in values], dtype=np.int32)
+    dictionary = pa.DictionaryArray.from_arrays(
+        pa.array(np.repeat(codes, counts)), pa.array(list(index), type=pa.string())
+    )
+    return dictionary.cast(pa.string()).to_pandas()
+
+
 def _assemble(
     blocks: list[dict[str, Any]], *, dataset: str, delta: float, seed: int
 ) -> pd.DataFrame:
+    """The trial table of a list of blocks (columns :data:`TRIAL_COLUMNS`)."""
     if not blocks:
         return pd.DataFrame(columns=TRIAL_COLUMNS)
-    sizes = [len(b["mse"]) for b in blocks]
-    cols: dict[str, Any] = {}
-    for key in ("epsilon", "repeat", "mse", "r2", "lam", "failed", "outside_validity"):
-        cols[key] = np.concatenate([b[key] for b in blocks])
-    for key in ("variant", "algorithm", "calibration", "fold"):
-        cols[key] = np.repeat([b[key] for b in blocks], sizes)
-    frame = pd.DataFrame(
-        {
-            "dataset": dataset,
-            "variant": cols["variant"],
-            "algorithm": cols["algorithm"],
-            "epsilon": cols["epsilon"],
-            "delta": float(delta),
-            "fold": cols["fold"].astype(np.int64),
-            "repeat": cols["repeat"].astype(np.int64),
-            "mse": cols["mse"],
-            "r2": cols["r2"],
-            "lam": cols["lam"],
-            "failed": cols["failed"].astype(bool),
-            "outside_validity": cols["outside_validity"].astype(bool),
-            "calibration": cols["calibration"],
-        }
-    )
-    for key in ("releases", "eps_basic", "delta_basic", "eps_exact", "delta_exact"):
-        frame[key] = np.concatenate(
-            [np.repeat([led[key] for led in b["ledger"]], b["R"]) for b in blocks]
-        )
-    # one key per (variant, fold, algorithm, epsilon), repeated over the repeats
-    keys = [
-        f"{int(seed)}/{dataset}/{b['variant']}/{b['fold']}/{b['algorithm']}/{e!r}"
+    sizes = np.array([len(b["mse"]) for b in blocks])
+    # a unit is one (block, epsilon): R consecutive trials sharing ledger and seed key
+    units = [
+        (b, e, led)
         for b in blocks
-        for e in dict.fromkeys(b["epsilon"].tolist())
+        for e, led in zip(dict.fromkeys(b["epsilon"].tolist()), b["ledger"], strict=True)
     ]
-    frame["seed_key"] = np.repeat(
-        np.array(keys, dtype=object),
-        [b["R"] for b in blocks for _ in dict.fromkeys(b["epsilon"].tolist())],
+    unit_sizes = np.array([b["R"] for b, _, _ in units])
+    cols: dict[str, Any] = {"dataset": _strings([dataset], [int(sizes.sum())])}
+    cols["variant"] = _strings([b["variant"] for b in blocks], sizes)
+    cols["algorithm"] = _strings([b["algorithm"] for b in blocks], sizes)
+    cols["epsilon"] = np.concatenate([b["epsilon"] for b in blocks]).astype(float)
+    cols["delta"] = np.full(int(sizes.sum()), float(delta))
+    cols["fold"] = np.repeat(np.array([b["fold"] for b in blocks], dtype=np.int64), sizes)
+    cols["repeat"] = np.concatenate([b["repeat"] for b in blocks]).astype(np.int64)
+    for key in ("mse", "r2", "lam"):
+        cols[key] = np.concatenate([b[key] for b in blocks]).astype(float)
+    for key in ("failed", "outside_validity"):
+        cols[key] = np.concatenate([b[key] for b in blocks]).astype(bool)
+    cols["calibration"] = _strings([b["calibration"] for b in blocks], sizes)
+    # one key per (variant, fold, algorithm, epsilon), repeated over the repeats
+    cols["seed_key"] = _strings(
+        [
+            f"{int(seed)}/{dataset}/{b['variant']}/{b['fold']}/{b['algorithm']}/{e!r}"
+            for b, e, _ in units
+        ],
+        unit_sizes,
     )
-    return frame[TRIAL_COLUMNS]
+    cols["releases"] = _strings([led["releases"] for _, _, led in units], unit_sizes)
+    for key in ("eps_basic", "delta_basic", "eps_exact", "delta_exact"):
+        cols[key] = np.repeat(np.array([led[key] for _, _, led in units], dtype=float), unit_sizes)
+    return pd.DataFrame({key: cols[key] for key in TRIAL_COLUMNS})
 
 
 def sweep_arrays(
