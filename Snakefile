@@ -24,6 +24,10 @@ min_version("9.0")
 os.environ["DPREG_ROOT"] = workflow.basedir  # the rules' conda env installs dpreg from here
 
 
+envvars:
+    "DPREG_ROOT",
+
+
 configfile: "config/config.yaml"
 
 
