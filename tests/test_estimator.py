@@ -507,23 +507,7 @@ def test_scale_overflow_gives_the_same_message(make_data, name):
         PrivateLinearRegression(name, **EXTREME).fit(X, y)
 
 
-#: Known defects at these extreme inputs (strict xfail: remove the entry once fixed).
-EXTREME_DEFECTS = {
-    "dp-gd": "zcdp_rho: (sqrt(eps + L) - sqrt(L))**2 cancels to 0, then ZeroDivisionError",
-    "dp-gd-lev": "zcdp_rho: (sqrt(eps + L) - sqrt(L))**2 cancels to 0, then ZeroDivisionError",
-    "noisysgd": "RuntimeWarning: overflow encountered in square",
-}
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(reason=EXTREME_DEFECTS[n]))
-        if n in EXTREME_DEFECTS
-        else n
-        for n in PRIVATE
-    ],
-)
+@pytest.mark.parametrize("name", PRIVATE)
 def test_extreme_budget_and_bounds_give_a_model_or_one_clear_error(make_data, name):
     # other calibrations (GDP, analytic, zCDP, ...) keep sigma finite as epsilon -> 0
     # (it then depends on delta); either way no raw exception may escape
