@@ -224,7 +224,7 @@ def plot_dataset(
     out_png: str | Path | None = None,
     out_pdf: str | Path | None = None,
     n_d: tuple[int, int] | None = None,
-    dpi: int = 120,
+    dpi: int = 90,
 ) -> Figure:
     """One dataset, Wang's layout: mean test MSE against epsilon, every method.
 
