@@ -42,14 +42,17 @@ The privacy argument of every algorithm goes through its list of releases
 ``X^T y`` (Gaussian) or the functional mechanism's objective coefficients
 (Laplace).  The coefficients ``theta`` are post-processing of those releases,
 so the audit observes the releases themselves -- the strongest view, and the
-one the claim is made about.  The releases are simulated with the very draw
-functions the algorithm uses (:func:`~dpreg.mechanisms.symmetric_noise`,
+one the claim is made about.  The releases are simulated with the draw
+functions the algorithm uses, from the generator in the same order as
+:meth:`Algorithm.fit` draws (:func:`simulate_releases`), so with equal seeds
+the model draws exactly the noise the algorithm adds; the layer is used for
+an entry only when this holds on a test draw
+(:func:`dpreg.audit.model.reproduces_fit`: the simulated releases equal the
+ones ``fit(capture=True)`` records), and direct draws in the audit itself use
+:func:`~dpreg.mechanisms.symmetric_noise`,
 :func:`~dpreg.mechanisms.wang_symmetric_noise`,
-:func:`~dpreg.mechanisms.full_noise`, :func:`~dpreg.mechanisms.vector_noise`,
-:func:`~dpreg.mechanisms.laplace_noise`), spawned from the generator in the
-same order as :meth:`Algorithm.fit` does, so with equal seeds the audit
-draws exactly the noise the algorithm adds (``tests/test_audit.py`` rebuilds
-``fit``'s coefficients from :func:`simulate_releases` to check this).
+:func:`~dpreg.mechanisms.full_noise`, :func:`~dpreg.mechanisms.vector_noise`
+and :func:`~dpreg.mechanisms.laplace_noise`.
 
 Neighbouring datasets
 ---------------------

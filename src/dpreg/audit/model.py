@@ -56,8 +56,6 @@ PRIVATE_ALGORITHMS = tuple(name for name, alg in ALGORITHMS.items() if alg.priva
 #: Everything the CLI audits by default.
 AUDITED = MECHANISMS + PRIVATE_ALGORITHMS
 
-_MATRIX_KINDS = ("symmetric", "wang", "full")
-
 
 @dataclass(frozen=True)
 class Block:
@@ -176,7 +174,7 @@ def declared_layout(name: str, releases: list[Release]) -> list[tuple[str, str]]
     alg = ALGORITHMS[name]
     kinds = tuple(alg.noise_kinds)
     if kinds and len(kinds) == len(releases) and all(r.mechanism == "gaussian" for r in releases):
-        if all(k in ("scalar", "vector", *_MATRIX_KINDS) for k in kinds):
+        if all(k in ("scalar", "vector", *mech.MATRIX_KINDS) for k in kinds):
             return [("gaussian", k) for k in kinds]
         return None
     if (
