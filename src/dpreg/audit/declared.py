@@ -47,6 +47,33 @@ def exact_epsilon_of(releases: list[Release], *, delta: float) -> tuple[float | 
     )
 
 
+def _release_info(r: Release, blocks: list, means: list) -> dict:
+    """One audited release: its declared numbers and the privacy loss the pair attains.
+
+    ``pair_loss`` is ``mu`` (Gaussian) or ``sum |Delta| / b`` (Laplace) of the
+    neighbouring pair; ``sensitivity_loss`` the same at the release's full
+    sensitivity.
+    """
+    mine = [i for i, b in enumerate(blocks) if b.release == r.name]
+    bound = sum(loss_bound(blocks[i], means[i][1] - means[i][0]) for i in mine)
+    pair_loss = math.sqrt(bound) if r.mechanism == "gaussian" else bound
+    claimed_loss = r.sensitivity / r.scale
+    return {
+        "name": r.name,
+        "mechanism": r.mechanism,
+        "draw": "+".join(blocks[i].draw for i in mine),
+        "sensitivity": r.sensitivity,
+        "scale": r.scale,
+        "epsilon": r.epsilon,
+        "delta": r.delta,
+        "calibration": r.calibration,
+        "valid": r.valid,
+        "pair_loss": pair_loss,
+        "sensitivity_loss": claimed_loss,
+        "pair_attains_sensitivity": bool(pair_loss >= claimed_loss * (1 - 1e-9)),
+    }
+
+
 def _run(
     name: str,
     releases: list[Release],
@@ -89,31 +116,7 @@ def _run(
 
     actual = [dataclasses.replace(r, scale=r.scale * noise_factor) for r in releases]
     exact, mu = exact_epsilon_of(actual, delta=claimed_delta)
-    rel_info = []
-    for r in actual:
-        mine = [i for i, b in enumerate(blocks) if b.release == r.name]
-        bound = sum(loss_bound(blocks[i], means[i][1] - means[i][0]) for i in mine)
-        if r.mechanism == "gaussian":
-            pair_loss, claimed_loss = math.sqrt(bound), r.sensitivity / r.scale
-        else:
-            pair_loss, claimed_loss = bound, r.sensitivity / r.scale
-        rel_info.append(
-            {
-                "name": r.name,
-                "mechanism": r.mechanism,
-                "draw": "+".join(blocks[i].draw for i in mine),
-                "sensitivity": r.sensitivity,
-                "scale": r.scale,
-                "epsilon": r.epsilon,
-                "delta": r.delta,
-                "calibration": r.calibration,
-                "valid": r.valid,
-                # mu (Gaussian) or sensitivity/b (Laplace): the pair's and the claimed one
-                "pair_loss": pair_loss,
-                "sensitivity_loss": claimed_loss,
-                "pair_attains_sensitivity": bool(pair_loss >= claimed_loss * (1 - 1e-9)),
-            }
-        )
+    rel_info = [_release_info(r, blocks, means) for r in actual]
     lb = test["epsilon_lb"]
     verdict = judge(lb, exact, claimed_epsilon)
     return {
