@@ -269,6 +269,25 @@ def laplace_epsilon(release: Release) -> float:
     return release.sensitivity / release.scale
 
 
+def _with_gaussian_part(
+    mu: float, *, all_gaussian: bool, delta: float, basic_eps: float, pure: float, pure_delta: float
+) -> tuple[float | None, float | None]:
+    """``(exact_epsilon, exact_delta)`` of releases with a ``mu``-GDP Gaussian part.
+
+    All Gaussian: the GDP epsilon at ``delta`` and the GDP delta at the basic
+    epsilon.  Mixed: the GDP epsilon at what is left of ``delta`` after the
+    other releases' stated deltas, plus their pure epsilons (None when
+    nothing is left); ``delta = 0``: infinity.
+    """
+    if delta == 0:
+        return math.inf, None
+    if all_gaussian:
+        return gdp_epsilon(mu=mu, delta=delta), gdp_delta(basic_eps, mu)
+    if delta > pure_delta:
+        return pure + gdp_epsilon(mu=mu, delta=delta - pure_delta), None
+    return None, None
+
+
 def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool | None]:
     """What a list of releases costs in total (the accountant of the ledger).
 
@@ -318,13 +337,14 @@ def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool 
     if gauss:
         mu = math.sqrt(sum(r.mu**2 for r in gauss))
         out["gdp_mu"] = mu
-        if dlt == 0:
-            out["exact_epsilon"] = math.inf
-        elif len(gauss) == len(private):
-            out["exact_epsilon"] = gdp_epsilon(mu=mu, delta=dlt)
-            out["exact_delta"] = gdp_delta(basic_eps, mu)
-        elif dlt > ext_delta:
-            out["exact_epsilon"] = pure + gdp_epsilon(mu=mu, delta=dlt - ext_delta)
+        out["exact_epsilon"], out["exact_delta"] = _with_gaussian_part(
+            mu,
+            all_gaussian=len(gauss) == len(private),
+            delta=dlt,
+            basic_eps=basic_eps,
+            pure=pure,
+            pure_delta=ext_delta,
+        )
     else:
         out["exact_epsilon"] = pure
         out["exact_delta"] = ext_delta
