@@ -67,6 +67,7 @@ from dpreg.accounting import (
     laplace_release,
     stated_release,
 )
+from dpreg.seeding import as_generator
 
 __all__ = [
     "CALIBRATIONS",
@@ -255,6 +256,7 @@ def symmetric_noise(d: int, *, scale: float, rng: np.random.Generator, size: int
     below, so each entry -- diagonal and off-diagonal -- has variance
     ``scale^2`` (Kalaja 2020, Algorithm 3, step 4).  Shape ``(size, d, d)``.
     """
+    rng = as_generator(rng)
     s = _check_draw(d, size, scale)
     z = rng.standard_normal((size, noise_width("symmetric", d)))
     return matrix_from_normals("symmetric", z, d, s)
@@ -268,18 +270,21 @@ def wang_symmetric_noise(
     The diagonal has variance ``scale^2``; the off-diagonal only
     ``scale^2 / 2``.  Shape ``(size, d, d)``.
     """
+    rng = as_generator(rng)
     s = _check_draw(d, size, scale)
     return matrix_from_normals("wang", rng.standard_normal((size, d * d)), d, s)
 
 
 def full_noise(d: int, *, scale: float, rng: np.random.Generator, size: int) -> np.ndarray:
     """A non-symmetric i.i.d. ``N(0, scale^2)`` ``d x d`` matrix per repeat (Wang's SSP code)."""
+    rng = as_generator(rng)
     s = _check_draw(d, size, scale)
     return matrix_from_normals("full", rng.standard_normal((size, d * d)), d, s)
 
 
 def vector_noise(d: int, *, scale: float, rng: np.random.Generator, size: int) -> np.ndarray:
     """``size`` i.i.d. ``N(0, scale^2 I_d)`` vectors, shape ``(size, d)``."""
+    rng = as_generator(rng)
     s = _check_draw(d, size, scale)
     return rng.standard_normal((size, d)) * s
 
@@ -302,6 +307,7 @@ def normal_block_noise(
     (common random numbers).  Returns ``(size,)``, ``(size, d)`` or
     ``(size, d, d)`` arrays.
     """
+    rng = as_generator(rng)
     if len(kinds) != len(scales):
         raise DPRegError(f"noise layout {tuple(kinds)} does not match {len(scales)} scales")
     check_positive_int(size, "size")
@@ -328,16 +334,19 @@ def standard_normals(shape: tuple[int, ...], *, rng: np.random.Generator) -> np.
     For algorithms that scale their normals themselves (e.g. per-step
     gradient noise); the scale they apply must come from their releases.
     """
+    rng = as_generator(rng)
     return rng.standard_normal(tuple(int(k) for k in shape))
 
 
 def gumbel_noise(shape: tuple[int, ...], *, rng: np.random.Generator) -> np.ndarray:
     """i.i.d. standard Gumbel draws (the exponential mechanism by the Gumbel-max trick)."""
+    rng = as_generator(rng)
     return rng.gumbel(size=tuple(int(k) for k in shape))
 
 
 def laplace_noise(shape: tuple[int, ...], *, scale: float, rng: np.random.Generator) -> np.ndarray:
     """i.i.d. Laplace(0, scale) noise of the given shape (leading axis = repeats)."""
+    rng = as_generator(rng)
     s = _check_draw(1, 1, scale)
     return rng.laplace(0.0, 1.0, size=shape) * s
 
@@ -367,6 +376,7 @@ def objective_laplace_noise(
     Functional mechanism: regression analysis under differential privacy.
     PVLDB 5(11), Section 4.
     """
+    rng = as_generator(rng)
     m = d * (d + 1) // 2
     lap = laplace_noise((int(size), m + d), scale=scale, rng=rng)
     iu = _triu(d)

@@ -27,7 +27,7 @@ an algorithm with a Laplace release, ``x = (1, .., 1)/sqrt(d)`` (attains
 the functional mechanism's L1 sensitivity).  Under replace-one
 neighbouring the last row of ``D`` is replaced instead.  An algorithm that
 refuses so small a ``D`` (e.g. too few rows for its subsampled models) is
-audited on a fixed 400-row dataset inside the bounds instead.  For private
+audited on a fixed dataset of ``2000 d`` rows inside the bounds instead.  For private
 pre-processing the declared public ranges are ``[-1, 1]`` for every column
 and for ``y``, and the added row is the corner ``(1, .., 1)``, ``y = 1``,
 which moves the column sums, sums of squares and the y sum at their full
@@ -215,8 +215,12 @@ def _regression_draws(
     return {k: np.concatenate(v) for k, v in out.items()}
 
 
-def _large_rows(d: int, n: int = 400) -> tuple[np.ndarray, np.ndarray]:
-    """A bigger fixed dataset inside the bounds, for algorithms that need many rows."""
+def _large_rows(d: int, n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A bigger fixed dataset inside the bounds (default ``2000 d`` rows), for
+    algorithms that need many rows: subsample-and-aggregate ones such as
+    TukeyEM pass their safety test at epsilon 1 from about this size, so the
+    audit sees their released estimates and not only refusals."""
+    n = 2000 * d if n is None else int(n)
     rng = np.random.default_rng(20200601)
     X = rng.standard_normal((n, d))
     X *= (rng.uniform(0.2, 1.0, n) / np.linalg.norm(X, axis=1))[:, None]

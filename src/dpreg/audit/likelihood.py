@@ -12,6 +12,7 @@ from scipy.stats import ks_2samp, kstest, norm
 from dpreg import mechanisms as mech
 from dpreg.audit.bounds import round_llr
 from dpreg.audit.model import Block, loss_bound
+from dpreg.seeding import as_generator
 from dpreg.stats import SuffStats
 
 __all__ = ["block_llr", "direct_llr", "shortcut_block", "shortcut_llr", "verify_shortcut"]
@@ -71,6 +72,7 @@ def shortcut_block(
     coordinate with ``Delta != 0``, ``(|e| - |e - Delta|) / b`` under ``D`` and
     ``(|e + Delta| - |e|) / b`` under ``D'``; coordinates with ``Delta = 0`` add 0.
     """
+    rng = as_generator(rng)
     out = np.zeros(n)
     sc = block.coordinate_scales()
     if block.family == "gaussian":

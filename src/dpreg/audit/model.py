@@ -30,6 +30,7 @@ from dpreg._validation import (
 )
 from dpreg.algorithms import ALGORITHMS, draw_noise
 from dpreg.mechanisms import Release
+from dpreg.seeding import as_generator
 from dpreg.stats import SuffStats
 
 __all__ = [
@@ -98,6 +99,7 @@ class Block:
 
     def noise(self, *, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` noise draws in the algorithm's layout, with the project's draw functions."""
+        rng = as_generator(rng)
         d, s = self.d, self.scale
         if self.draw == "symmetric":
             return mech.symmetric_noise(d, scale=s, rng=rng, size=size)
@@ -323,6 +325,7 @@ def simulate_releases(
     Matrices are ``(size, d, d)`` without ``xtx_offset``; ``lambda_min`` is
     of ``X^T X``.
     """
+    rng = as_generator(rng)
     size = check_positive_int(size, "size")
     rel = claimed_releases(name, epsilon=epsilon, delta=delta, d=stats.d)
     blocks = blocks_for(name, rel, d=stats.d, noise_factor=noise_factor)

@@ -45,6 +45,7 @@ from dpreg._validation import DPRegError
 from dpreg.mechanisms import Release
 from dpreg.preprocess.spec import RowSource, VariantSpec
 from dpreg.preprocess.transform import FittedTransform, FoldData
+from dpreg.seeding import as_generator
 from dpreg.stats import ScoreStats, SuffStats, check_rows_within_bounds
 
 __all__ = [
@@ -351,6 +352,7 @@ def release_statistics(
     :func:`dpreg.mechanisms.normal_block_noise` with the releases' scales.
     Returns release name -> released value.
     """
+    rng = as_generator(rng)
     names = [r.name for r in releases]
     if tuple(names) != STAT_RELEASES:
         raise DPRegError(f"private statistics releases must be {STAT_RELEASES}, got {names}")
@@ -471,6 +473,7 @@ def private_fold_data(
     returned :class:`FoldData` carries the pre-processing ``releases`` (for
     the ledger) and the ``released`` values (for the end-to-end audit).
     """
+    rng = as_generator(rng)
     if spec.private_stats is None or spec.scale != "maxnorm" or spec.clip_sigma is not None:
         raise DPRegError(
             "private_stats needs scale 'maxnorm' and no clipping (the transform must be affine in x)"
