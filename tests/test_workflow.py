@@ -340,7 +340,7 @@ def test_report_renders_captions(tiny_runs, tmp_path):
     snakemake(tiny_runs["2"], "--report", str(report))
     text = report.read_text(encoding="utf-8")
     assert "Summary table of experiment" in text
-    assert "Mean test MSE over 3 folds" in text
+    assert "test MSE, in the shared scale" in text and "over 3 folds" in text
 
 
 # --------------------------------------------------------------------------
