@@ -411,3 +411,26 @@ def test_release_factories_validate_and_record():
     assert ext.mechanism == "external" and math.isnan(ext.scale)
     with pytest.raises(DPRegError, match="not Laplace"):
         mech.laplace_epsilon(ext)
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda rng: mech.symmetric_noise(3, scale=1.0, rng=rng, size=2),
+        lambda rng: mech.wang_symmetric_noise(3, scale=1.0, rng=rng, size=2),
+        lambda rng: mech.full_noise(3, scale=1.0, rng=rng, size=2),
+        lambda rng: mech.vector_noise(3, scale=1.0, rng=rng, size=2),
+        lambda rng: mech.normal_block_noise(("vector",), (1.0,), 3, rng=rng, size=2)[0],
+        lambda rng: mech.laplace_noise((2, 3), scale=1.0, rng=rng),
+        lambda rng: mech.objective_laplace_noise(3, scale=1.0, rng=rng, size=2)[1],
+        lambda rng: mech.standard_normals((2, 3), rng=rng),
+        lambda rng: mech.gumbel_noise((2, 3), rng=rng),
+    ],
+)
+def test_draws_accept_every_rng_form_of_spec_7(draw):
+    # an int or a SeedSequence seeds a new Generator; a Generator is used as it is
+    ref = draw(np.random.default_rng(5))
+    np.testing.assert_array_equal(draw(5), ref)
+    np.testing.assert_array_equal(draw(np.random.SeedSequence(5)), ref)
+    with pytest.raises(DPRegError, match="rng"):
+        draw(1.5)
