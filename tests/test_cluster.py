@@ -71,11 +71,21 @@ def _targets(cfg: dict) -> list[str]:
 
 
 def _n_sweeps(cfg: dict) -> int:
-    n_datasets = len(cfg["datasets"])
-    return sum(
-        n_datasets if exp["datasets"] == "all" else len(exp["datasets"])
-        for exp in cfg["experiments"].values()
-    )
+    """Sweep jobs of a config: one per (dataset, shard) some experiment needs.
+
+    A shard is "stats" (every algorithm working from sufficient statistics)
+    or one algorithm that fits on rows (``needs_rows``) or a peer.
+    """
+    from dpreg.algorithms import ALGORITHMS
+    from dpreg.peers import PEERS
+
+    pairs = set()
+    for exp in cfg["experiments"].values():
+        datasets = list(cfg["datasets"]) if exp["datasets"] == "all" else exp["datasets"]
+        for alg in exp["algorithms"]:
+            shard = alg if alg in PEERS or ALGORITHMS[alg].needs_rows else "stats"
+            pairs.update((ds, shard) for ds in datasets)
+    return len(pairs)
 
 
 def _outputs(root: Path) -> dict[str, bytes]:
