@@ -74,7 +74,7 @@ def _n_sweeps(cfg: dict) -> int:
     """Sweep jobs of a config: one per (dataset, shard) some experiment needs.
 
     A shard is "stats" (every algorithm working from sufficient statistics)
-    or one algorithm that fits on rows (``needs_rows``) or a peer.
+    or "rows" (the algorithms that fit on rows, ``needs_rows``, and peers).
     """
     from dpreg.algorithms import ALGORITHMS
     from dpreg.peers import PEERS
@@ -83,7 +83,7 @@ def _n_sweeps(cfg: dict) -> int:
     for exp in cfg["experiments"].values():
         datasets = list(cfg["datasets"]) if exp["datasets"] == "all" else exp["datasets"]
         for alg in exp["algorithms"]:
-            shard = alg if alg in PEERS or ALGORITHMS[alg].needs_rows else "stats"
+            shard = "rows" if alg in PEERS or ALGORITHMS[alg].needs_rows else "stats"
             pairs.update((ds, shard) for ds in datasets)
     return len(pairs)
 

@@ -172,20 +172,22 @@ def experiment_repeats(experiment):
 
 
 def shard_of(algorithm):
-    """The trial file an algorithm's trials go to.
+    """The trial file an algorithm's trials go to: "stats" or "rows".
 
     Algorithms that work from sufficient statistics share one job per
-    dataset ("stats"), so a fold's statistics are computed once for all of
-    them; an algorithm that needs the rows (or an external peer) gets its own
-    job, so a slow one runs beside the others instead of after them.
+    dataset ("stats"), so each (variant, fold)'s statistics are computed once
+    for all of them; algorithms that fit on the rows (`needs_rows` in the
+    registry) and external peers share a second one ("rows"), which runs
+    beside the first.  Two jobs per dataset: each job pays its start-up and
+    imports once (about a second), however many algorithms it runs.
     """
     from dpreg.peers import PEERS
 
     if algorithm in PEERS:
-        return algorithm
+        return "rows"
     from dpreg.algorithms import get_algorithm
 
-    return algorithm if getattr(get_algorithm(algorithm), "needs_rows", False) else "stats"
+    return "rows" if getattr(get_algorithm(algorithm), "needs_rows", False) else "stats"
 
 
 def sweep_plan(dataset, shard):

@@ -1,9 +1,10 @@
 # Sweeps: one job per (dataset, shard).  The "stats" shard runs every
 # algorithm that works from sufficient statistics, for every variant any
 # experiment of the run uses on that dataset, so each (variant, fold)'s
-# statistics are computed once; each row-based algorithm or peer is its own
-# shard.  What runs is derived from the config (common.smk: sweep_plan), so
-# adding algorithms, variants or experiments needs no change here.
+# statistics are computed once; the "rows" shard runs the algorithms that fit
+# on the rows and the external peers.  What runs is derived from the config
+# (common.smk: sweep_plan), so adding algorithms, variants or experiments needs
+# no change here.
 
 
 rule run_sweep:
