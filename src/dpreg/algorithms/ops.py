@@ -53,7 +53,6 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy.linalg import cho_solve, solve_triangular
 
 from dpreg import mechanisms as mech
 from dpreg.algorithms._wang import C1, calibration_guard, claimed_release, quadratic_root
@@ -162,6 +161,8 @@ def sample_ops(
     theta : ndarray, shape (R, d)
     theta_hat : ndarray, shape (d,)
     """
+    from scipy.linalg import cho_solve, solve_triangular  # lazy: scipy.linalg costs ~0.2 s
+
     Lc = np.linalg.cholesky(H)
     theta_hat = cho_solve((Lc, True), xty)
     if posterior:
