@@ -452,6 +452,7 @@ def _private_stats_blocks(
             else:
                 fds = [private_fold_data(*args, fold=k, rng=stats_rng) for _ in range(R_max)]
             e_alg, d_alg = algorithm_budget(spec, epsilon=eps, delta=delta)
+            tests = _RunTests(fds)
             for alg, R in algs:
                 blocks.append(
                     _runs_block(
@@ -462,6 +463,7 @@ def _private_stats_blocks(
                         e_alg,
                         d_alg,
                         stat_rel,
+                        tests=tests.head(R),
                         rng=np.random.default_rng(
                             seed_sequence(seed, dataset, vname, k, alg.noise_stream, eps)
                         ),
@@ -472,6 +474,40 @@ def _private_stats_blocks(
                     )
                 )
     return blocks
+
+
+class _RunTests:
+    """The test-fold :class:`~dpreg.stats.ScoreStats` of R runs, stacked (run axis first)."""
+
+    def __init__(self, fds: Sequence[FoldData]):
+        self.uu = np.stack([fd.test.uu for fd in fds])
+        self.ur = np.stack([fd.test.ur for fd in fds])
+        self.rr = np.array([fd.test.rr for fd in fds])
+        self.m = np.array([fd.test.m for fd in fds], dtype=float)
+        t_sum = np.array([fd.test.t_sum for fd in fds])
+        t_sq = np.array([fd.test.t_sq for fd in fds])
+        self.sst = t_sq - t_sum**2 / self.m
+
+    def head(self, R: int) -> _RunTests:
+        out = object.__new__(_RunTests)
+        for key in ("uu", "ur", "rr", "m", "sst"):
+            setattr(out, key, getattr(self, key)[:R])
+        return out
+
+
+def _score_runs(
+    tests: _RunTests, theta: np.ndarray, failed: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """MSE and R^2 of run r's coefficients on run r's test statistics (NaN where failed).
+
+    The quadratic form of :meth:`~dpreg.stats.ScoreStats.sse`, one run per row.
+    """
+    th = np.where(failed[:, None], 0.0, theta)
+    quad = np.einsum("rd,rde,re->r", th, tests.uu, th)
+    sse = np.maximum(tests.rr - 2.0 * np.einsum("rd,rd->r", th, tests.ur) + quad, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r2 = np.where(tests.sst > 0, 1.0 - sse / tests.sst, np.nan)
+    return np.where(failed, np.nan, sse / tests.m), np.where(failed, np.nan, r2)
 
 
 def _solved(part: FitResult | PendingSolve) -> FitResult:
@@ -490,6 +526,7 @@ def _runs_block(
     d_alg: float,
     stat_rel: Sequence[Any],
     *,
+    tests: _RunTests,
     rng: np.random.Generator,
     delta: float,
     rho: float,
@@ -533,10 +570,7 @@ def _runs_block(
         theta = np.concatenate([p.theta for p in done])
         failed = np.concatenate([p.failed for p in done])
         lam = np.concatenate([p.lam for p in done])
-    theta0 = np.where(failed[:, None], 0.0, theta)
-    sse = np.array([fd.test.sse(t[None])[0] for fd, t in zip(fds, theta0, strict=True)])
-    r2 = np.array([fd.test.r2_from_sse(e) for fd, e in zip(fds, sse, strict=True)], dtype=float)
-    mse = sse / np.array([fd.test.m for fd in fds], dtype=float)
+    mse, r2 = _score_runs(tests, theta, failed)
     led = release_columns(list(stat_rel) + rel, delta=delta)
     return _block(
         variant=vname,
@@ -544,8 +578,8 @@ def _runs_block(
         epsilons=[eps],
         fold=fds[0].fold,
         R=len(fds),
-        mse=np.where(failed, np.nan, mse),
-        r2=np.where(failed, np.nan, r2),
+        mse=mse,
+        r2=r2,
         lam=lam,
         failed=failed,
         outside=[alg.outside_validity(epsilon=e_alg, **run)],
