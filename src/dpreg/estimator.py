@@ -21,7 +21,8 @@ Bounds must come from knowledge that does not depend on the private rows:
   its privacy;
 * a deliberate choice below the worst case, accepting that the few larger
   rows are clipped (:class:`RowNormClipper`, or ``clip=True``): clipping
-  biases the fit a little and lowers the noise a lot.
+  biases the fit through the clipped rows, while a smaller bound lowers the
+  noise on every statistic.
 
 Never take ``max ||x_i||`` or ``max |y_i|`` of the private rows, and never fit
 a :class:`~sklearn.preprocessing.StandardScaler` (or any scaler whose
@@ -39,9 +40,10 @@ References
 ----------
 Wang, Y.-X. (2018). Revisiting differentially private linear regression:
 optimal and adaptive prediction & estimation in unbounded domain. UAI
-(bounded-domain assumption, Section 2).
-Holohan, N. et al. (2019). Diffprivlib: the IBM differential privacy library
-(``bounds_X``/``bounds_y`` given by the user, rows clipped to them).
+(the bounds ``||x|| <= B_X``, ``|y| <= B_Y`` that its sensitivities assume).
+Holohan, N. et al. (2019). Diffprivlib: the IBM differential privacy library.
+arXiv:1907.02444 (``bounds_X``/``bounds_y`` given by the user).
+Abadi, M. et al. (2016). Deep learning with differential privacy. CCS.
 """
 
 from __future__ import annotations
@@ -73,7 +75,8 @@ def clip_rows(X: np.ndarray, bound: float) -> np.ndarray:
     ``x_i <- x_i * min(1, bound / ||x_i||_2)``: each row is mapped on its
     own, with a bound fixed in advance, so one person's row never changes
     another's and the map can precede any private algorithm (it is the
-    clipping of diffprivlib and of Abadi et al. 2016, Eq. 1 / Algorithm 1).
+    clipping of diffprivlib, and of per-example gradients in Abadi et al.
+    2016, Algorithm 1).
     Rows inside the ball are returned unchanged (bit for bit).
 
     Parameters
