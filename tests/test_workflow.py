@@ -332,6 +332,8 @@ def test_run_key_builds_only_the_named_experiments(tmp_path):
     out = proc.stdout + proc.stderr
     assert "results/tables/clipping.csv" in out
     assert "results/provenance-clipping.json" in out
+    # a run set sweeps its own plan into its own trial folder
+    assert "results/trials-clipping/airfoil/stats.parquet" in out
     assert "adassp-noise" not in out and "results/provenance.json" not in out
 
 

@@ -243,6 +243,12 @@ def _run_suffix():
     return f"-{'+'.join(EXPERIMENTS)}" if config.get("run") else ""
 
 
+def trials_dir():
+    """results/trials, or results/trials-<run set> with `run:` (run sets sweep different
+    (variant, algorithm) plans on the same datasets and must not overwrite each other)."""
+    return f"results/trials{_run_suffix()}"
+
+
 def provenance_path():
     """results/provenance.json for a run of every experiment, else one file per run set."""
     return f"results/provenance{_run_suffix()}.json"
@@ -305,7 +311,7 @@ def trial_files(experiment):
     exp = config["experiments"][experiment]
     shards = list(dict.fromkeys(shard_of(alg) for alg in exp["algorithms"]))
     return [
-        f"results/trials/{ds}/{shard}.parquet"
+        f"{trials_dir()}/{ds}/{shard}.parquet"
         for ds in experiment_datasets(experiment)
         for shard in shards
     ]

@@ -13,7 +13,7 @@ rule run_sweep:
         table="results/prepared/{dataset}.parquet",
         meta="results/prepared/{dataset}.json",
     output:
-        trials="results/trials/{dataset}/{shard}.parquet",
+        trials=f"{trials_dir()}/{{dataset}}/{{shard}}.parquet",
     log:
         "logs/run_sweep/{dataset}/{shard}.log",
     benchmark:
