@@ -422,10 +422,18 @@ def _repeats_note(experiment):
     return [f"repeats per fold: {listed} (others {default})"]
 
 
+#: peers whose fits are numerically chaotic: their trials change across machines
+#: (BLAS rounding; README.md, "Reproducibility"), so their figures say so
+CHAOTIC_PEERS = ("diffprivlib",)
+
+
 def plot_kwargs(wildcards):
     """Title, legend order and note of one experiment's figure."""
     exp = config["experiments"][wildcards.experiment]
     notes = SKIPPED.get(wildcards.experiment, []) + _repeats_note(wildcards.experiment)
+    chaotic = [a for a in exp["algorithms"] if a in CHAOTIC_PEERS]
+    if chaotic:
+        notes.append(f"{', '.join(chaotic)}: numerically chaotic fits, differ across machines")
     return {
         "experiment": wildcards.experiment,
         "title": exp.get("title") or wildcards.experiment,
