@@ -1,18 +1,25 @@
 """The evaluation engine: K folds x R repeats x epsilon grid x algorithms.
 
 For one (dataset, variant) the sufficient statistics of every fold are
-computed once (:func:`dpreg.preprocess.fold_statistics`); every trial after
-that is d x d work.  For each (fold, algorithm, epsilon) the ``R`` noise
-repeats are drawn and solved in one batch and scored with the test fold's
-:class:`~dpreg.stats.ScoreStats` (no pass over rows).
+computed once (:func:`dpreg.preprocess.fold_statistics`) and shared by every
+algorithm run on that variant; every trial after that is d x d work.  For
+each (fold, algorithm, epsilon) the ``R`` noise repeats are drawn and solved
+in one batch and scored with the test fold's :class:`~dpreg.stats.ScoreStats`
+(no pass over rows).  What runs is the grid ``variants x algorithms`` at
+``repeats``, or a *plan* ``variant -> {algorithm: repeats}`` (the workflow's
+form: one job sweeps every pair any experiment needs on a dataset).
 
 Randomness: the noise of (dataset, variant, fold, algorithm, epsilon) comes
 from ``SeedSequence([seed, id(dataset), id(variant), id(fold),
-id(algorithm), id(epsilon)])`` with ids from :func:`dpreg.seeding.stable_id`,
-and repeats are laid out repeat-major, so a trial does not depend on what
-else is run, on job order or core count, and the first ``R`` repeats do not
-change when ``R`` grows.  Folds come from ``SeedSequence([seed,
-id(dataset), id("folds"), id(K)])``.
+id(noise stream), id(epsilon)])`` with ids from
+:func:`dpreg.seeding.stable_id` (algorithms with the same noise layout share
+a stream: common random numbers), and repeats are laid out repeat-major, so
+a trial does not depend on what else is run, on job order or core count, and
+the first ``R`` repeats do not change when ``R`` grows.  Private-stats runs
+draw their statistics noise from ``SeedSequence([..., id(fold),
+id("private_stats"), id(epsilon)])`` one run after another, and each
+algorithm's noise from its stream in the same order.  Folds come from
+``SeedSequence([seed, id(dataset), id("folds"), id(K)])``.
 """
 
 from __future__ import annotations
