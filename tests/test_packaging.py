@@ -3,6 +3,7 @@ dependencies that agree everywhere, commands and snippets that run as written.""
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import re
 import shlex
@@ -325,3 +326,48 @@ def test_cli_usage_version_and_unknown_command(capsys):
     assert cli.main(["--help"]) == 0
     assert cli.main(["adit"]) == 2
     assert "unknown command 'adit'; known commands: audit" in capsys.readouterr().err
+
+
+def _public_functions_taking_rng() -> dict[str, ast.FunctionDef]:
+    found = {}
+    for path in sorted((ROOT / "src" / "dpreg").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+                params = {a.arg for a in node.args.args + node.args.kwonlyargs}
+                if params & {"rng", "rngs"} and path.name != "seeding.py":
+                    found[f"{path.relative_to(ROOT).as_posix()}:{node.name}"] = node
+    return found
+
+
+def _forwards_rng_to(node: ast.FunctionDef, names: set[str]) -> bool:
+    """Whether ``node`` passes ``rng``/``rngs`` on to a function called one of ``names``."""
+    for call in ast.walk(node):
+        if isinstance(call, ast.Call):
+            func = call.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in names and {k.arg for k in call.keywords} & {"rng", "rngs"}:
+                return True
+    return False
+
+
+#: Public rng functions still taking only a Generator, with their owner's fix.
+NOT_YET_NORMALISED = {
+    "src/dpreg/algorithms/tukey.py:partition_models": "rngs = [as_generator(r) for r in rngs]",
+}
+
+
+def test_every_public_rng_parameter_is_normalised():
+    # SPEC 7: None, an int, a SeedSequence or a Generator, normalised at the public
+    # boundary by dpreg.seeding.as_generator (rng=0 must not fail deep inside); a
+    # function may instead hand rng on to one that normalises it
+    found = _public_functions_taking_rng()
+    assert len(found) >= 10
+    ok = {key for key, node in found.items() if "as_generator(" in ast.unparse(node)}
+    while True:
+        names = {key.split(":")[1] for key in ok}
+        more = {k for k, node in found.items() if k not in ok and _forwards_rng_to(node, names)}
+        if not more:
+            break
+        ok |= more
+    # known and reported (remove the entry with the fix; a new one fails here)
+    assert sorted(set(found) - ok) == sorted(NOT_YET_NORMALISED)
