@@ -169,7 +169,8 @@ def test_environment_python_meets_requires_python():
 # README, CI and config/README.md say what the code does
 # --------------------------------------------------------------------------
 def _quick_start_commands() -> list[str]:
-    section = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    # the quick start proper: up to its first subsection (optional extras follow)
+    section = re.split(r"\n##+ ", README.split("## Quick start", 1)[1], maxsplit=1)[0]
     return [b.strip() for b in re.findall(r"```bash\n(.*?)```", section, flags=re.S)]
 
 
