@@ -28,7 +28,7 @@ from dpreg.preprocess import (
     private_stat_releases,
     raw_fold_moments,
 )
-from dpreg.preprocess.private import STAT_RELEASES, release_statistics
+from dpreg.preprocess.private import STAT_RELEASES, private_fold_data_runs, release_statistics
 
 DELTA = 1e-6
 FEATURES = ["a", "b", "c"]
@@ -292,3 +292,86 @@ def test_the_sweep_spends_the_share_on_the_statistics_and_the_rest_on_the_algori
     assert (trials["eps_exact"] <= 1.0).all()
     with pytest.raises(DPRegError, match="public ranges"):
         sweep_source(ArraySource(X, y, fold), **kw)
+
+
+# --------------------------------------------------------------------------
+# many runs at once
+# --------------------------------------------------------------------------
+def _fold_fields(fd):
+    t, s, q = fd.transform, fd.train, fd.test
+    yield from (t.x_mean, t.x_sd, t.y_center, t.y_scale, t.x_max, t.t_center, t.t_scale)
+    yield from (t.d_out, s.n, s.xtx, s.xty, s.yty, s.bound_x, s.bound_y)
+    yield from (q.m, q.uu, q.ur, q.rr, q.t_sum, q.t_sq, fd.fold)
+    yield from (fd.released[k] for k in STAT_RELEASES)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"intercept": "scaled"},
+        {"intercept": "thesis", "center_y": False},
+        {"standardize": False, "intercept": "thesis"},
+    ],
+)
+@pytest.mark.parametrize("epsilon", [0.02, 1.0])
+def test_batched_runs_are_bit_identical_to_runs_one_by_one(kw, epsilon):
+    """Run r of private_fold_data_runs is exactly the r-th private_fold_data call on the
+    same generator (same noise blocks, same arithmetic), and the generator ends in the
+    same state; the first runs do not depend on how many are drawn."""
+    X, y, fold = _data(seed=12, spread=1.3)
+    spec = _spec(0.2, **kw)
+    ranges, moms = raw_fold_moments(ArraySource(X, y, fold), 4, ranges=_ranges())
+    total = moms[0] + moms[1] + moms[2] + moms[3]
+    rel = private_stat_releases(ranges, epsilon=0.2 * epsilon, delta=0.2 * DELTA)
+    args = (spec, ranges, total - moms[2], moms[2], (0.5, 3.0), rel)
+    one, many = np.random.default_rng(21), np.random.default_rng(21)
+    want = [private_fold_data(*args, fold=2, rng=one) for _ in range(9)]
+    got = private_fold_data_runs(*args, fold=2, rng=many, size=9)
+    assert one.bit_generator.state == many.bit_generator.state
+    assert len(got) == 9
+    for a, b in zip(want, got, strict=True):
+        assert b.releases == a.releases == tuple(rel)
+        for u, v in zip(_fold_fields(a), _fold_fields(b), strict=True):
+            assert type(u) is type(v)
+            np.testing.assert_array_equal(v, u)
+    head = private_fold_data_runs(*args, fold=2, rng=np.random.default_rng(21), size=4)
+    for a, b in zip(head, got[:4], strict=True):
+        np.testing.assert_array_equal(a.train.xtx, b.train.xtx)
+        np.testing.assert_array_equal(a.test.uu, b.test.uu)
+
+
+def test_batched_runs_refuse_a_transform_breaking_the_bound(monkeypatch):
+    # the batched path has its own bound check: a bug halving x_max must stop it too
+    X, y, fold = _data(seed=7)
+    ranges, moms = raw_fold_moments(ArraySource(X, y, fold), 4, ranges=_ranges())
+    total = moms[0] + moms[1] + moms[2] + moms[3]
+    rel = private_stat_releases(ranges, epsilon=0.1, delta=0.1 * DELTA)
+    args = (_spec(), ranges, total - moms[0], moms[0], (0.0, 1.0), rel)
+    real = private_module._fit_runs
+
+    def half_xmax(*a, **kw):
+        mean, sd, yc, ys, x_max = real(*a, **kw)
+        return mean, sd, yc, ys, x_max / 2
+
+    monkeypatch.setattr(private_module, "_fit_runs", half_xmax)
+    with pytest.raises(DPRegError, match="private-stats row .* > bound_x=1"):
+        private_fold_data_runs(*args, fold=0, rng=np.random.default_rng(0), size=3)
+
+
+def test_batched_runs_check_their_arguments():
+    X, y, fold = _data(seed=8)
+    ranges, moms = raw_fold_moments(ArraySource(X, y, fold), 4, ranges=_ranges())
+    rel = private_stat_releases(ranges, epsilon=0.1, delta=0.1 * DELTA)
+    args = (_spec(), ranges, moms[0] + moms[1], moms[2], (0.0, 1.0))
+    with pytest.raises(DPRegError, match="size"):
+        private_fold_data_runs(*args, rel, fold=0, rng=0, size=0)
+    with pytest.raises(DPRegError, match="releases must be"):
+        private_fold_data_runs(*args, rel[::-1], fold=0, rng=0, size=2)
+    plain = VariantSpec.from_dict({"stats": "train", "scale": "rownorm"})
+    with pytest.raises(DPRegError, match="maxnorm"):
+        private_fold_data_runs(plain, *args[1:], rel, fold=0, rng=0, size=2)
+    # rng=0 is normalised (SPEC 7): same runs as a Generator seeded 0
+    a = private_fold_data_runs(*args, rel, fold=0, rng=0, size=2)
+    b = private_fold_data_runs(*args, rel, fold=0, rng=np.random.default_rng(0), size=2)
+    np.testing.assert_array_equal(a[1].train.xtx, b[1].train.xtx)
