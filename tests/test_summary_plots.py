@@ -450,6 +450,25 @@ def test_plot_marks_failures(tmp_path):
     assert [float(e) for c in crosses for e in c.get_xdata()] == pytest.approx([0.1], rel=0.1)
 
 
+def test_points_where_every_trial_failed_sit_at_the_panel_foot(tmp_path):
+    """No value to plot: the cross is drawn inside the panel's foot, never outside it."""
+    frame = synthetic_trials(datasets=("d1",))
+    hit = (frame["algorithm"] == "ssp") & (frame["epsilon"] == 0.1)
+    frame.loc[hit, ["mse", "r2"]] = math.nan
+    frame.loc[hit, "failed"] = True
+    fig = draw(summarise(frame, experiment="e"), tmp_path)
+    assert "× at the panel's foot: every trial failed" in legend_labels(fig)
+    ax = fig.axes[0]
+    crosses = [x for x in ax.lines if x.get_marker() == "x"]
+    assert len(crosses) == 1
+    x, y = crosses[0].get_xydata()[0]
+    assert x == pytest.approx(0.1, rel=0.1)  # lines are dodged a little along ε
+    # axes coordinates: inside the panel, just above its bottom edge
+    display = crosses[0].get_transform().transform((x, y))
+    ax_y = ax.transAxes.inverted().transform(display)[1]
+    assert 0.0 < ax_y < 0.1
+
+
 def test_plot_rejects_empty_or_incomplete_tables(tmp_path):
     table = summarise(synthetic_trials(), experiment="e")
     kw = dict(

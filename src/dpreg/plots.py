@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.transforms import blended_transform_factory
 
 from dpreg._validation import DPRegError
 
@@ -241,6 +242,7 @@ def _palette(count: int) -> list[Any]:
 class _PanelFlags:
     outside: bool = False
     failed: bool = False
+    all_failed: bool = False
     interval: bool = False
     offscale: int = 0
 
@@ -314,7 +316,9 @@ def _draw_line(ax, rows: pd.DataFrame, line: _Line, stat: str, top: float, flags
         flags.offscale += int(off.sum())
     at = np.where(off, top, shown)  # markers of off-scale points sit on the edge too
     flags.outside |= _mark(ax, eps, at, rows["outside_validity"].to_numpy(), line.color, "o")
-    flags.failed |= _mark(ax, eps, at, rows["failed"].to_numpy() > 0, line.color, "x")
+    failed = rows["failed"].to_numpy() > 0
+    flags.failed |= _mark(ax, eps, at, failed, line.color, "x")
+    flags.all_failed |= bool((failed & ~np.isfinite(np.asarray(at, dtype=float))).any())
     return handle
 
 
@@ -324,19 +328,13 @@ def _mark(ax, eps, y, flag, colour, marker: str) -> bool:
     if not flag.any():
         return False
     if marker == "x":
-        ymin = np.nanmin(y) if np.isfinite(y).any() else 1.0
-        y = np.where(np.isfinite(y), y, ymin)
-        ax.plot(
-            eps[flag],
-            y[flag],
-            ls="none",
-            marker="x",
-            ms=5,
-            mec=colour,
-            mew=1.0,
-            zorder=3,
-            clip_on=False,
-        )
+        have = np.isfinite(y)
+        style = dict(ls="none", marker="x", ms=5, mec=colour, mew=1.0, zorder=3, clip_on=False)
+        if (flag & have).any():
+            ax.plot(eps[flag & have], y[flag & have], **style)
+        if (flag & ~have).any():  # every trial failed: no value, marked at the panel's foot
+            foot = blended_transform_factory(ax.transData, ax.transAxes)
+            ax.plot(eps[flag & ~have], np.full((flag & ~have).sum(), 0.03), transform=foot, **style)
     else:
         ax.plot(
             eps[flag],
@@ -414,7 +412,9 @@ def _title(title: str | None, experiment: str, algorithms: Sequence[str]) -> str
     return text
 
 
-def _legend(fig, handles: dict, flags: _PanelFlags, stat: str, level: float | None, cap) -> None:
+def _legend(
+    fig, handles: dict, flags: _PanelFlags, stat: str, level: float | None, cap, note=None
+) -> None:
     legend = dict(handles)
     legend["band: interquartile range"] = _proxy(marker="s", ms=8, mfc="0.85", mec="0.85")
     if flags.interval:
@@ -428,6 +428,9 @@ def _legend(fig, handles: dict, flags: _PanelFlags, stat: str, level: float | No
         legend["outside the calibration's validity"] = _proxy(marker="o", mfc="none", mec="0.2")
     if flags.failed:
         legend["some trials failed"] = _proxy(marker="x", mec="0.2")
+    if flags.all_failed:
+        legend["× at the panel's foot: every trial failed"] = _proxy(marker="x", mec="0.6")
+    # the note is the legend's title, so the layout engine makes room for it
     fig.legend(
         list(legend.values()),
         list(legend.keys()),
@@ -435,6 +438,8 @@ def _legend(fig, handles: dict, flags: _PanelFlags, stat: str, level: float | No
         ncol=_legend_columns(list(legend), fig.get_figwidth()),
         fontsize=8.5,
         frameon=False,
+        title=note,
+        title_fontsize=8.5,
     )
 
 
@@ -527,10 +532,8 @@ def plot_experiment(
     for idx in range(len(datasets), nrows * ncols):
         axes[idx // ncols][idx % ncols].set_visible(False)
 
-    _legend(fig, handles, flags, statistic, level, cap)
+    _legend(fig, handles, flags, statistic, level, cap, note)
     fig.suptitle(_title(title, experiment, alg_order), fontsize=12)
-    if note:
-        fig.text(0.5, 0.955, note, ha="center", va="top", fontsize=8.5, color="0.3")
     _save(fig, out_png, out_pdf, dpi)
     return fig
 
