@@ -30,7 +30,6 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
 
 from dpreg._validation import DPRegError, check_bound, check_delta, check_epsilon, check_noise_scale
@@ -84,6 +83,8 @@ def gdp_mu(*, epsilon: float, delta: float) -> float:
     ``gdp_delta(epsilon, mu) = delta`` is found by Brent's method on
     ``log mu`` to a relative tolerance of 1e-12.
     """
+    from scipy.optimize import brentq  # imported on first use: ~0.1-0.4 s, not needed to import
+
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta)
 
@@ -101,6 +102,8 @@ def gdp_mu(*, epsilon: float, delta: float) -> float:
 
 def gdp_epsilon(*, mu: float, delta: float) -> float:
     """The smallest ``epsilon`` with ``gdp_delta(epsilon, mu) <= delta``."""
+    from scipy.optimize import brentq  # imported on first use (see gdp_mu)
+
     dlt = check_delta(delta)
     if not (mu > 0 and math.isfinite(mu)):
         raise DPRegError(f"mu must be a finite number > 0, got {mu!r}")

@@ -80,7 +80,6 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy.optimize import brentq, minimize_scalar
 
 from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
@@ -255,6 +254,8 @@ def ihm_epsilon(gamma: float, k: int, delta_prime: float, T: int) -> tuple[float
     the minimum over ``1 < alpha < gamma`` is found on a logarithmic grid of
     ``alpha - 1`` refined by a bounded scalar search around the best point.
     """
+    from scipy.optimize import minimize_scalar  # here: costly to import, needed only by ihm
+
     if gamma <= 1.0:
         return math.inf, math.nan
     lam = _lambda_cost(gamma, k, delta_prime)
@@ -285,6 +286,8 @@ def ihm_gamma(epsilon_half: float, delta_prime: float, k: int, T: int) -> float:
     (the authors' code bisects to an absolute 1e-6).  Solved once per
     ``(epsilon, delta, k, T)`` (cached); scale by ``B_X^2`` for other bounds.
     """
+
+    from scipy.optimize import brentq  # here: costly to import, needed only by ihm
 
     def g(v: float) -> float:
         return ihm_epsilon(1.0 + math.exp(v), k, delta_prime, T)[0] - epsilon_half
