@@ -44,7 +44,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -530,7 +530,7 @@ def _check_run_params(stats: object, rho: float, xtx_offset: float) -> None:
 def _check_rows(name: str, stats: SuffStats, rows: object) -> None:
     if rows is None:
         raise DPRegError(f"algorithm {name!r} needs the training rows (rows=(X, y))")
-    X, y = rows  # type: ignore[misc]
+    X, y = cast(tuple[np.ndarray, np.ndarray], rows)
     if X.shape != (stats.n, stats.d) or y.shape != (stats.n,):
         raise DPRegError(
             f"algorithm {name!r}: rows of shape {X.shape}, {y.shape} do not match the "

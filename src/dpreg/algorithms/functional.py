@@ -31,6 +31,7 @@ from dpreg.algorithms.base import (
     finish,
 )
 from dpreg.mechanisms import Release
+from dpreg.seeding import as_generator
 from dpreg.stats import SuffStats
 
 __all__ = ["ENTRIES", "functional_sensitivity"]
@@ -61,8 +62,8 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResult | 
     E, v = mech.objective_laplace_noise(
         stats.d,
         scale=rel[0].scale,
-        rng=opts.rng,
-        size=opts.size,  # type: ignore[arg-type]
+        rng=as_generator(opts.rng),
+        size=opts.size,
     )
     xtx = stats.xtx + E
     xty = stats.xty + v
