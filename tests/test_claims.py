@@ -85,6 +85,41 @@ def test_replicate_statistics_match_explicit_resamples():
             assert reps[b, 0] == pytest.approx(expected, rel=1e-12)
 
 
+def test_replicate_medians_match_explicit_resamples_across_blocks():
+    """The blocked median search equals the median of every explicit resample.
+
+    K R = 180 trials span several search blocks, so the lower and upper middle
+    fall in different blocks in some replicates; cells with ties, with failed
+    trials, with a single usable trial and with none are included.
+    """
+    rng = np.random.default_rng(3)
+    K, R, B = 6, 30, 300
+    cells = []
+    for i, share_failed in enumerate((0.0, 0.2, 0.9)):
+        mse = rng.lognormal(size=(K, 1)) * rng.lognormal(sigma=0.5, size=(K, R))
+        mse[rng.random((K, R)) < share_failed] = np.nan
+        cells.append(design(mse, algorithm=f"a{i}"))
+    ties = np.round(rng.uniform(0, 3, size=(K, R)))  # four distinct values only
+    cells.append(design(ties, algorithm="ties"))
+    single = np.full((K, R), np.nan)
+    single[2, 5] = 0.7
+    cells.append(design(single, algorithm="single"))
+    cells.append(design(np.full((K, R), np.nan), algorithm="none"))
+    boot = DesignBootstrap(pd.concat(cells, ignore_index=True), seed=5, resamples=B)
+    _, reps = boot.statistic("median")
+    assert reps.shape == (B, len(cells))
+    for g in range(len(cells)):
+        values = boot.values[g]
+        for b in range(B):
+            sample = np.repeat(values, boot.counts[b].astype(int))
+            sample = sample[np.isfinite(sample)]
+            if len(sample) == 0:
+                assert np.isnan(reps[b, g])
+            else:  # both average the same two middle values; 1e-12 allows for rounding
+                assert reps[b, g] == pytest.approx(np.median(sample), rel=1e-12)
+    assert np.isnan(reps[:, boot.index_of("v", "none", 1.0)]).all()
+
+
 def test_expanded_alpha_values():
     # n = 10 at 95%: Phi(-sqrt(10/9) * t_{9, 0.975}) = Phi(-2.3846) ~= 0.00855 per tail
     assert expanded_alpha(0.95, 10) / 2 == pytest.approx(0.00855, abs=2e-5)

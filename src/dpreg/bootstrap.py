@@ -237,15 +237,7 @@ class DesignBootstrap:
                         for v, o in zip(self.values, ok, strict=True)
                     ]
                 )
-                # every replicate holds K R trials: int16 is exact below 32768 and halves the
-                # memory traffic of the cumulative counts
-                small = self.counts.shape[1] < np.iinfo(np.int16).max
-                counts_t = np.ascontiguousarray(
-                    self.counts.T.astype(np.int16 if small else np.int32)
-                )
-                reps = np.empty((self.resamples, len(self.values)))
-                for g, (v, o) in enumerate(zip(self.values, ok, strict=True)):
-                    reps[:, g] = _weighted_medians(counts_t, v, o)
+                reps = _replicate_medians(self.counts, self.values, ok)
             self._cache[name] = (est, reps)
         return self._cache[name]
 
@@ -257,27 +249,111 @@ def _masked_mean(values: np.ndarray, ok: np.ndarray) -> np.ndarray:
         return np.where(n > 0, total / np.maximum(n, 1), np.nan)
 
 
-def _weighted_medians(counts_t: np.ndarray, values: np.ndarray, ok: np.ndarray) -> np.ndarray:
-    """Median of each replicate of one cell: the multiset ``values[j]`` x ``counts_t[j, b]``.
+#: Trial slots per block of the two-level median search (:func:`_replicate_medians`).
+_MEDIAN_BLOCK = 48
+#: Cells per matrix product in :func:`_replicate_medians` (bounds its memory).
+_MEDIAN_CHUNK = 32
 
-    ``counts_t`` is the transposed ``(K R, B)`` integer count matrix (rows are
-    gathered in sorted-value order, which is fast in this layout).  numpy's
-    convention for an even count is kept (mean of the two middle values), so
-    a replicate with every count 1 gives ``np.median(values)``.
+
+def _replicate_medians(counts: np.ndarray, values: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Median of every replicate of every cell: the multisets ``values[g, j]`` x ``counts[b, j]``.
+
+    Parameters
+    ----------
+    counts : numpy.ndarray
+        ``(B, N)`` replicate counts (:func:`resample_counts`).
+    values : numpy.ndarray
+        ``(G, N)`` trial values of the cells.
+    ok : numpy.ndarray
+        ``(G, N)`` boolean, False for failed or missing trials (left out).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(B, G)`` medians, numpy's convention for an even count (mean of the
+        two middle values, so a replicate with every count 1 gives
+        ``np.median``); NaN where a replicate holds no usable trial.
+
+    Notes
+    -----
+    The median of replicate b is the value at the first position of the
+    cell's sorted trials where the running count exceeds ``(n_b - 1) // 2``
+    (and ``n_b // 2`` for the upper middle), n_b being the replicate's
+    number of usable trials.  Scanning all N positions for all B replicates
+    costs B N per cell; here the sorted positions are cut into blocks of
+    :data:`_MEDIAN_BLOCK` and the counts of every block of every cell come
+    from one matrix product (counts times a 0/1 block-membership matrix, exact
+    in float32 because every sum is an integer below 2**24).  The block
+    holding the middle is found from the running block totals, and only that
+    block's counts are gathered and summed, so the result equals the full
+    scan exactly.
     """
-    B = counts_t.shape[1]
-    if not ok.any():
-        return np.full(B, np.nan)
-    idx = np.flatnonzero(ok)
-    order = idx[np.argsort(values[idx], kind="stable")]
-    sorted_vals = values[order]
-    cum = counts_t[order]  # a fresh array: accumulate in place (half the memory traffic)
-    np.add.accumulate(cum, axis=0, out=cum)
-    total = cum[-1]
-    lo = (cum > ((total - 1) // 2)[None, :]).argmax(axis=0)
-    hi = (cum > (total // 2)[None, :]).argmax(axis=0)
-    out = 0.5 * (sorted_vals[lo] + sorted_vals[hi])
-    return np.where(total > 0, out, np.nan)
+    B, N = counts.shape
+    G = values.shape[0]
+    out = np.full((B, G), np.nan)
+    if G == 0:
+        return out
+    s = _MEDIAN_BLOCK
+    P = -(-N // s)
+    dense = counts.astype(np.float32)
+    # integer counts with one extra zero column (index N) that pads the last block
+    small = N < np.iinfo(np.int16).max
+    padded = np.zeros((B, N + 1), dtype=np.int16 if small else np.int32)
+    padded[:, :N] = counts
+    flat = padded.ravel()
+    row_start = np.arange(B, dtype=np.intp) * (N + 1)
+    order_all = np.argsort(np.where(ok, values, np.inf), axis=1, kind="stable")
+    n_ok = ok.sum(axis=1)
+    for g0 in range(0, G, _MEDIAN_CHUNK):
+        chunk = range(g0, min(G, g0 + _MEDIAN_CHUNK))
+        member = np.zeros((N, len(chunk) * P), dtype=np.float32)
+        for c, g in enumerate(chunk):
+            member[order_all[g, : n_ok[g]], c * P + np.arange(n_ok[g]) // s] = 1.0
+        running = (dense @ member).reshape(B, len(chunk), P)
+        np.cumsum(running, axis=2, out=running)
+        running_int = running.astype(np.int32)
+        for c, g in enumerate(chunk):
+            n = int(n_ok[g])
+            if n == 0:
+                continue
+            upto = running_int[:, c, :]  # (B, P) count of positions < end of each block
+            total = upto[:, -1]
+            slots = np.full(P * s, N, dtype=np.intp)
+            slots[:n] = order_all[g, :n]
+            blocks = slots.reshape(P, s)
+            sorted_vals = values[g, slots[:n]]
+            lower, upper = (total - 1) // 2, total // 2
+            lo, window, before, blk = _middle_rank(flat, row_start, upto, blocks, lower, s)
+            # the upper middle unit lies in the same block unless that block ends at or
+            # below it; only those replicates are searched again
+            same = window[:, -1] > (upper - before).astype(window.dtype)
+            hi = blk * s + (window > (upper - before).astype(window.dtype)[:, None]).argmax(axis=1)
+            again = np.flatnonzero(~same)
+            if len(again):
+                hi[again] = _middle_rank(
+                    flat, row_start[again], upto[again], blocks, upper[again], s
+                )[0]
+            lo, hi = np.minimum(lo, n - 1), np.minimum(hi, n - 1)
+            middle = 0.5 * (sorted_vals[lo] + sorted_vals[hi])
+            out[:, g] = np.where(total > 0, middle, np.nan)
+    return out
+
+
+def _middle_rank(flat, row_start, upto, blocks, k, s):
+    """First sorted position whose running count exceeds ``k``, per replicate.
+
+    ``upto`` holds the running count at the end of every block, so the block
+    is the first one whose running count exceeds ``k``; within it the counts
+    of its ``s`` positions are gathered (``flat`` at ``row_start`` + slot) and
+    summed.  Returns the position, the block's running counts, the count
+    before the block and the block index.
+    """
+    blk = (upto > k[:, None]).argmax(axis=1)  # 0 when none exceeds k (an empty replicate)
+    before = np.where(blk > 0, upto[np.arange(len(blk)), np.maximum(blk - 1, 0)], 0)
+    window = np.take(flat, blocks[blk] + row_start[:, None])
+    np.cumsum(window, axis=1, out=window)
+    inside = (window > (k - before).astype(window.dtype)[:, None]).argmax(axis=1)
+    return blk * s + inside, window, before, blk
 
 
 def expanded_alpha(level: float, clusters: int) -> float:

@@ -56,6 +56,7 @@ __all__ = [
     "INTERVAL_COLUMNS",
     "LEDGER_COLUMNS",
     "PROVENANCE_PACKAGES",
+    "SUMMARY_TRIAL_COLUMNS",
     "TABLE_COLUMNS",
     "TRIAL_FLOAT_FORMAT",
     "TABLE_FLOAT_FORMAT",
@@ -88,6 +89,9 @@ REQUIRED_TRIAL_COLUMNS = [
     "failed",
     "outside_validity",
 ]
+
+#: Trial columns a summary reads: the required ones and the privacy ledger.
+SUMMARY_TRIAL_COLUMNS = [*REQUIRED_TRIAL_COLUMNS, *LEDGER_COLUMNS]
 
 #: Root seed used when none is given (the default configuration's).
 DEFAULT_SEED = 20200601

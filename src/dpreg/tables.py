@@ -53,6 +53,7 @@ __all__ = [
     "read_claims",
     "read_table",
     "read_trials",
+    "trial_file_columns",
     "write_bytes_atomic",
     "write_claims",
     "write_json",
@@ -333,8 +334,15 @@ def _read_one_trials(
             filters.append(("algorithm", "in", list(algorithms)))
         if repeats is not None and not isinstance(repeats, Mapping):
             filters.append(("repeat", "<", int(repeats)))
+        names = pq.read_schema(path).names
+        wanted = names if columns is None else list(columns)
+        # string columns stay dictionary-encoded while reading (one string per distinct
+        # value instead of one per row) and become plain strings below
         frame = pq.read_table(
-            path, columns=list(columns) if columns is not None else None, filters=filters or None
+            path,
+            columns=list(columns) if columns is not None else None,
+            filters=filters or None,
+            read_dictionary=[c for c in wanted if c in _STRING_COLUMNS and c in names],
         ).to_pandas()
         for col in frame.columns:
             if isinstance(frame[col].dtype, pd.CategoricalDtype) or col in _STRING_COLUMNS:
@@ -350,11 +358,25 @@ def _read_one_trials(
     if algorithms is not None:
         keep &= frame["algorithm"].isin(list(algorithms)).to_numpy()
     if isinstance(repeats, Mapping):
-        limit = frame["algorithm"].map(lambda a: int(repeats.get(a, np.iinfo(np.int64).max)))
-        keep &= (frame["repeat"] < limit.astype(np.int64)).to_numpy()
+        limit = (
+            frame["algorithm"]
+            .astype(str)
+            .map({str(a): float(r) for a, r in repeats.items()})
+            .to_numpy(dtype=float, na_value=np.inf)  # algorithms not named keep every repeat
+        )
+        keep &= frame["repeat"].to_numpy() < limit
     elif repeats is not None:
         keep &= (frame["repeat"] < int(repeats)).to_numpy()
     return frame if keep.all() else frame.loc[keep].reset_index(drop=True)
+
+
+def trial_file_columns(path: str | Path) -> list[str]:
+    """Column names of a trial file (Parquet schema or CSV header), without reading its rows."""
+    if str(path).endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        return list(pq.read_schema(path).names)
+    return list(pd.read_csv(path, compression="infer", nrows=0).columns)
 
 
 def read_trials(

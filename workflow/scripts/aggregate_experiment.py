@@ -9,8 +9,8 @@ from dpreg.joblog import log_to_file  # noqa: E402 (light: only logging)
 log_file = log_to_file(smk.log[0])
 
 from dpreg.claims import bootstrap_settings  # noqa: E402
-from dpreg.summary import summarise  # noqa: E402
-from dpreg.tables import read_trials, write_table  # noqa: E402
+from dpreg.summary import SUMMARY_TRIAL_COLUMNS, summarise  # noqa: E402
+from dpreg.tables import read_trials, trial_file_columns, write_table  # noqa: E402
 
 # rows of this experiment (variants, algorithms, repeats) when the trial files are shared
 select = dict(smk.params.get("select", None) or {})
@@ -19,7 +19,10 @@ select = dict(smk.params.get("select", None) or {})
 settings = smk.params.get("bootstrap", None) or smk.config
 seed, level, resamples = bootstrap_settings(settings)
 
-trials = read_trials(smk.input.trials, **select)
+# only the columns the summary uses (the ledger ones when the trials carry them)
+present = set(trial_file_columns(smk.input.trials[0]))
+columns = [c for c in SUMMARY_TRIAL_COLUMNS if c in present]
+trials = read_trials(smk.input.trials, columns=columns, **select)
 table = summarise(
     trials, experiment=smk.params.experiment, seed=seed, level=level, resamples=resamples
 )
