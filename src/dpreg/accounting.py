@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy.special import log_ndtr, ndtr
@@ -83,10 +84,14 @@ def gdp_mu(*, epsilon: float, delta: float) -> float:
     ``gdp_delta(epsilon, mu) = delta`` is found by Brent's method on
     ``log mu`` to a relative tolerance of 1e-12.
     """
-    from scipy.optimize import brentq  # imported on first use: ~0.1-0.4 s, not needed to import
+    return _gdp_mu(check_epsilon(epsilon), check_delta(delta))
 
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
+
+@lru_cache(maxsize=4096)
+def _gdp_mu(eps: float, dlt: float) -> float:
+    """:func:`gdp_mu` of checked arguments; a pure function, so each ``(eps, delta)`` is
+    solved once per process (a sweep asks for the same few values thousands of times)."""
+    from scipy.optimize import brentq  # imported on first use: ~0.1-0.4 s, not needed to import
 
     def f(log_mu: float) -> float:
         return gdp_delta(eps, math.exp(log_mu)) - dlt
@@ -102,11 +107,18 @@ def gdp_mu(*, epsilon: float, delta: float) -> float:
 
 def gdp_epsilon(*, mu: float, delta: float) -> float:
     """The smallest ``epsilon`` with ``gdp_delta(epsilon, mu) <= delta``."""
-    from scipy.optimize import brentq  # imported on first use (see gdp_mu)
-
     dlt = check_delta(delta)
     if not (mu > 0 and math.isfinite(mu)):
         raise DPRegError(f"mu must be a finite number > 0, got {mu!r}")
+    return _gdp_epsilon(float(mu), dlt)
+
+
+@lru_cache(maxsize=4096)
+def _gdp_epsilon(mu: float, dlt: float) -> float:
+    """:func:`gdp_epsilon` of checked arguments, solved once per ``(mu, delta)`` (see
+    :func:`_gdp_mu`; the ledger composes the same releases in every fold and run)."""
+    from scipy.optimize import brentq  # imported on first use (see _gdp_mu)
+
     if gdp_delta(0.0, mu) <= dlt:
         return 0.0
 
