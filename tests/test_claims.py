@@ -126,6 +126,13 @@ def test_expanded_alpha_values():
     # the expansion vanishes as n grows
     assert expanded_alpha(0.95, 10_000) == pytest.approx(0.05, rel=2e-3)
     assert expanded_alpha(0.9, 1) == pytest.approx(0.1)
+    # the same numbers as Hesterberg's formula through scipy.stats' distributions
+    from scipy import stats
+
+    for level, n in ((0.95, 10), (0.9, 3), (0.99, 25)):
+        t = stats.t.isf((1 - level) / 2, n - 1)
+        expected = 2 * stats.norm.sf(math.sqrt(n / (n - 1)) * t)
+        assert expanded_alpha(level, n) == pytest.approx(expected, rel=1e-13)
 
 
 def test_bootstrap_covers_a_known_mean():

@@ -66,6 +66,7 @@ Hesterberg, T. C. (2015). What teachers should know about the bootstrap.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -131,12 +132,37 @@ def resample_counts(
     K, R, B = int(folds), int(repeats), int(resamples)
     if K < 1 or R < 1 or B < 1:
         raise DPRegError(f"bootstrap needs folds, repeats, resamples >= 1, got {K}, {R}, {B}")
+    return _design_counts(K, R, B, int(seed), str(dataset)).copy()
+
+
+@functools.lru_cache(maxsize=16)
+def _design_counts(K: int, R: int, B: int, seed: int, dataset: str) -> np.ndarray:
+    """:func:`resample_counts`, drawn once per design in a process (read-only)."""
     f_rng = np.random.default_rng(seed_sequence(seed, "bootstrap", dataset, "folds", K))
     r_rng = np.random.default_rng(seed_sequence(seed, "bootstrap", dataset, "repeats", K, R))
     fold_pick = f_rng.integers(0, K, size=(B, K))  # row-major: prefix-stable in B
     rep_pick = r_rng.integers(0, R, size=(B, K, R))
     flat = (np.arange(B)[:, None, None] * (K * R) + fold_pick[:, :, None] * R + rep_pick).ravel()
-    return np.bincount(flat, minlength=B * K * R).reshape(B, K * R).astype(np.float64)
+    counts = np.bincount(flat, minlength=B * K * R).reshape(B, K * R).astype(np.float64)
+    counts.flags.writeable = False
+    return counts
+
+
+@functools.lru_cache(maxsize=16)
+def _median_layouts(K: int, R: int, B: int, seed: int, dataset: str):
+    """The counts of a design in the layouts :func:`_replicate_medians` reads.
+
+    Returns float32 counts ``(B, N)`` (the matrix product; exact, every sum is
+    an integer below 2**24), the integer counts with one zero column appended,
+    flattened (``(B (N + 1),)``, for gathers), and each replicate's offset in it.
+    """
+    counts = _design_counts(K, R, B, seed, dataset)
+    N = K * R
+    padded = np.zeros((B, N + 1), dtype=np.int16 if N < np.iinfo(np.int16).max else np.int32)
+    padded[:, :N] = counts
+    for arr in (dense := counts.astype(np.float32), padded):
+        arr.flags.writeable = False
+    return dense, padded.ravel(), np.arange(B, dtype=np.intp) * (N + 1)
 
 
 def check_level(level: float) -> float:
@@ -206,7 +232,10 @@ class DesignBootstrap:
         self.values[cell_idx, slot] = np.where(bad, np.nan, mse)
         self.folds, self.repeats = K, R
         self.resamples = check_resamples(resamples)
-        self.counts = resample_counts(K, R, self.resamples, seed=seed, dataset=self.dataset)
+        # drawn once per design and process, shared read-only by every DesignBootstrap
+        resample_counts(K, R, self.resamples, seed=seed, dataset=self.dataset)  # checks
+        self._design = (K, R, self.resamples, int(seed), self.dataset)
+        self.counts = _design_counts(*self._design)
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def index_of(self, variant: str, algorithm: str, epsilon: float) -> int | None:
@@ -237,7 +266,7 @@ class DesignBootstrap:
                         for v, o in zip(self.values, ok, strict=True)
                     ]
                 )
-                reps = _replicate_medians(self.counts, self.values, ok)
+                reps = _replicate_medians(self.values, ok, *_median_layouts(*self._design))
             self._cache[name] = (est, reps)
         return self._cache[name]
 
@@ -255,17 +284,24 @@ _MEDIAN_BLOCK = 48
 _MEDIAN_CHUNK = 32
 
 
-def _replicate_medians(counts: np.ndarray, values: np.ndarray, ok: np.ndarray) -> np.ndarray:
+def _replicate_medians(
+    values: np.ndarray,
+    ok: np.ndarray,
+    dense: np.ndarray,
+    flat: np.ndarray,
+    row_start: np.ndarray,
+) -> np.ndarray:
     """Median of every replicate of every cell: the multisets ``values[g, j]`` x ``counts[b, j]``.
 
     Parameters
     ----------
-    counts : numpy.ndarray
-        ``(B, N)`` replicate counts (:func:`resample_counts`).
     values : numpy.ndarray
         ``(G, N)`` trial values of the cells.
     ok : numpy.ndarray
         ``(G, N)`` boolean, False for failed or missing trials (left out).
+    dense, flat, row_start : numpy.ndarray
+        The replicate counts (:func:`resample_counts`) in the layouts of
+        :func:`_median_layouts`.
 
     Returns
     -------
@@ -288,20 +324,13 @@ def _replicate_medians(counts: np.ndarray, values: np.ndarray, ok: np.ndarray) -
     block's counts are gathered and summed, so the result equals the full
     scan exactly.
     """
-    B, N = counts.shape
+    B, N = dense.shape
     G = values.shape[0]
     out = np.full((B, G), np.nan)
     if G == 0:
         return out
     s = _MEDIAN_BLOCK
     P = -(-N // s)
-    dense = counts.astype(np.float32)
-    # integer counts with one extra zero column (index N) that pads the last block
-    small = N < np.iinfo(np.int16).max
-    padded = np.zeros((B, N + 1), dtype=np.int16 if small else np.int32)
-    padded[:, :N] = counts
-    flat = padded.ravel()
-    row_start = np.arange(B, dtype=np.intp) * (N + 1)
     order_all = np.argsort(np.where(ok, values, np.inf), axis=1, kind="stable")
     n_ok = ok.sum(axis=1)
     for g0 in range(0, G, _MEDIAN_CHUNK):
@@ -376,10 +405,14 @@ def expanded_alpha(level: float, clusters: int) -> float:
     alpha = 1.0 - level
     if clusters < 2:
         return alpha
-    from scipy import stats
+    # scipy.special instead of scipy.stats (whose import alone takes most of a second):
+    # t_{n-1, 1 - alpha/2} = -stdtrit(n - 1, alpha/2) and Phi(-x) = ndtr(-x), the same
+    # functions scipy.stats evaluates for t.isf and norm.sf
+    from scipy.special import ndtr, stdtrit
 
     n = float(clusters)
-    return float(2.0 * stats.norm.sf(math.sqrt(n / (n - 1.0)) * stats.t.isf(alpha / 2.0, n - 1.0)))
+    t_quantile = -float(stdtrit(n - 1.0, alpha / 2.0))
+    return float(2.0 * ndtr(-math.sqrt(n / (n - 1.0)) * t_quantile))
 
 
 def _percentile_interval(
