@@ -542,7 +542,9 @@ def _save(fig: Figure, out_png, out_pdf, dpi: int) -> None:
     """Lay the figure out once, freeze it, and save PNG and PDF (no timestamps)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    FigureCanvasAgg(fig).draw()
+    FigureCanvasAgg(fig)
+    # the layout pass measures text with the canvas' renderer but rasterises nothing
+    fig.draw_without_rendering()
     fig.set_layout_engine("none")
     fig.savefig(out_png, dpi=dpi, metadata={"Software": None})
     fig.savefig(out_pdf, metadata={"CreationDate": None, "ModDate": None, "Producer": None})
