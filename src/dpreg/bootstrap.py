@@ -233,7 +233,6 @@ class DesignBootstrap:
         self.folds, self.repeats = K, R
         self.resamples = check_resamples(resamples)
         # drawn once per design and process, shared read-only by every DesignBootstrap
-        resample_counts(K, R, self.resamples, seed=seed, dataset=self.dataset)  # checks
         self._design = (K, R, self.resamples, int(seed), self.dataset)
         self.counts = _design_counts(*self._design)
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
