@@ -526,8 +526,9 @@ def private_fold_data_runs(
     another (repeat-major), so the first ``R`` runs do not depend on
     ``size``.  Every elementwise formula of :func:`_fit_from_noisy`,
     :func:`_mapped_moments` and the test-fold mapping is evaluated in the
-    same order with a leading run axis; the one reduction (the squared
-    norm behind ``x_max``) is taken run by run as in the single-run code.
+    same order with a leading run axis; the squared norm behind ``x_max``
+    (a reduction) and ``y_scale ** 2`` (Python's ``pow``, not a product)
+    are taken run by run as in the single-run code.
     The bound check runs on every run's extreme row before any statistic
     is returned, and every run carries the same ``releases``.
 
@@ -671,7 +672,10 @@ def _mapped_moments_runs(
         full[:, d, d] = m.n * k * k
         xx = full
         xy = np.concatenate([xy, (sy / ys * k)[:, None]], axis=1)
-    return xx, xy, syy / ys**2, sy / ys
+    # y_scale**2 as the single run takes it: Python's float power (C pow), which can differ
+    # in the last bit from numpy's ys**2 (a multiplication)
+    ys2 = np.array([float(v) ** 2 for v in ys])
+    return xx, xy, syy / ys2, sy / ys
 
 
 def _fit_runs(
