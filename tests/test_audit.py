@@ -402,8 +402,10 @@ def test_private_means_released_without_noise_are_caught(monkeypatch):
     assert audit_end_to_end("adassp", **kw)["verdict"] == "ok"
     real = private_module.release_statistics
 
-    def without_noise(train, releases, *, rng):
-        return real(train, [dataclasses.replace(r, scale=0.0) for r in releases], rng=rng)
+    def without_noise(train, releases, *, rng, size=None):
+        return real(
+            train, [dataclasses.replace(r, scale=0.0) for r in releases], rng=rng, size=size
+        )
 
     monkeypatch.setattr(private_module, "release_statistics", without_noise)
     r = audit_end_to_end("adassp", **kw)

@@ -63,11 +63,10 @@ from dpreg.preprocess import (
     algorithm_budget,
     fold_rows,
     fold_statistics,
-    private_fold_data,
+    private_fold_data_runs,
     private_stat_releases,
     raw_fold_moments,
 )
-from dpreg.preprocess import private as _private
 from dpreg.seeding import seed_sequence
 from dpreg.tables import TRIAL_COLUMNS
 
@@ -443,7 +442,6 @@ def _private_stats_blocks(
     ]
     d = source.d + int(spec.has_intercept)
     R_max = max((R for _, R in algs), default=0)
-    batched_runs = getattr(_private, "private_fold_data_runs", None)
     blocks = []
     for k in range(folds):
         for eps in eps_grid:
@@ -454,10 +452,8 @@ def _private_stats_blocks(
                 seed_sequence(seed, dataset, vname, k, "private_stats", eps)
             )
             args = (spec, ranges, total - moms[k], moms[k], shared[k], stat_rel)
-            if batched_runs is not None:  # the runs vectorised (same numbers)
-                fds = batched_runs(*args, fold=k, rng=stats_rng, size=R_max)
-            else:
-                fds = [private_fold_data(*args, fold=k, rng=stats_rng) for _ in range(R_max)]
+            # the R runs vectorised: bit-identical to R calls of private_fold_data
+            fds = private_fold_data_runs(*args, fold=k, rng=stats_rng, size=R_max)
             e_alg, d_alg = algorithm_budget(spec, epsilon=eps, delta=delta)
             tests = _RunTests(fds)
             for alg, R in algs:

@@ -12,7 +12,7 @@ and layouts produced them.  For a private-stats variant the rows also go
 through the private pre-processing the sweep calls
 (:func:`~dpreg.preprocess.raw_fold_moments` with declared public ranges,
 :func:`~dpreg.preprocess.private_stat_releases`,
-:func:`~dpreg.preprocess.private_fold_data`, whose noisy statistics are
+:func:`~dpreg.preprocess.private_fold_data_runs` (the sweep's path), whose noisy statistics are
 observed as well), and the algorithm's fit function runs on the resulting
 statistics with the remaining budget
 (:func:`~dpreg.preprocess.algorithm_budget`), exactly as the sweep calls it
@@ -82,7 +82,7 @@ from dpreg.preprocess import (
     PublicRanges,
     VariantSpec,
     algorithm_budget,
-    private_fold_data,
+    private_fold_data_runs,
     private_stat_releases,
     raw_fold_moments,
 )
@@ -295,10 +295,10 @@ def _private_stats_draws(
     e_alg, d_alg = algorithm_budget(spec, epsilon=epsilon, delta=delta)
     stat_rel = private_stat_releases(ranges, epsilon=epsilon - e_alg, delta=delta - d_alg)
     g_stats, g_alg = (np.random.default_rng(c) for c in seed.spawn(2))
-    fds = [
-        private_fold_data(spec, ranges, train, test, (0.0, 1.0), stat_rel, fold=1, rng=g_stats)
-        for _ in range(n)
-    ]
+    # the sweep's own path: the n runs drawn in one call, run after run
+    fds = private_fold_data_runs(
+        spec, ranges, train, test, (0.0, 1.0), stat_rel, fold=1, rng=g_stats, size=n
+    )
     st = fds[0].train
     alg_rel = alg.releases(
         epsilon=e_alg,

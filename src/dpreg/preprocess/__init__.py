@@ -38,6 +38,7 @@ from dpreg.preprocess.private import (
     RawMoments,
     algorithm_budget,
     private_fold_data,
+    private_fold_data_runs,
     private_stat_releases,
     raw_fold_moments,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "fold_statistics",
     "algorithm_budget",
     "private_fold_data",
+    "private_fold_data_runs",
     "private_stat_releases",
     "raw_fold_moments",
 ]

@@ -345,22 +345,31 @@ def algorithm_budget(spec: VariantSpec, *, epsilon: float, delta: float) -> tupl
 
 
 def release_statistics(
-    train: RawMoments, releases: Sequence[Release], *, rng: np.random.Generator
+    train: RawMoments,
+    releases: Sequence[Release],
+    *,
+    rng: np.random.Generator,
+    size: int | None = None,
 ) -> dict[str, np.ndarray]:
-    """The noisy column sums, column sums of squares and y sum of one run.
+    """The noisy column sums, column sums of squares and y sum of one or ``size`` runs.
 
-    The noise is one block of standard normals drawn by
-    :func:`dpreg.mechanisms.normal_block_noise` with the releases' scales.
-    Returns release name -> released value.
+    The noise is one block of standard normals per run drawn by
+    :func:`dpreg.mechanisms.normal_block_noise` with the releases' scales,
+    run-major, so ``size`` runs equal ``size`` calls of one run on the same
+    generator.  Returns release name -> released value (with a leading run
+    axis when ``size`` is given).  This is the only place the statistics
+    are released: the single-run and the batched paths both call it.
     """
     rng = as_generator(rng)
     names = [r.name for r in releases]
     if tuple(names) != STAT_RELEASES:
         raise DPRegError(f"private statistics releases must be {STAT_RELEASES}, got {names}")
     d = train.sx.size
-    noise = mech.normal_block_noise(_STAT_KINDS, [r.scale for r in releases], d, rng=rng, size=1)
+    R = 1 if size is None else check_positive_int(size, "size")
+    noise = mech.normal_block_noise(_STAT_KINDS, [r.scale for r in releases], d, rng=rng, size=R)
     exact = (train.sx, np.diag(train.sxx), np.array(train.sy))
-    return {nm: v + z[0] for nm, v, z in zip(STAT_RELEASES, exact, noise, strict=True)}
+    out = {nm: v + z for nm, v, z in zip(STAT_RELEASES, exact, noise, strict=True)}
+    return {nm: v[0] for nm, v in out.items()} if size is None else out
 
 
 # --------------------------------------------------------------------------
@@ -558,14 +567,11 @@ def private_fold_data_runs(
         raise DPRegError(
             "private_stats needs scale 'maxnorm' and no clipping (the transform must be affine in x)"
         )
-    names = [r.name for r in releases]
-    if tuple(names) != STAT_RELEASES:
-        raise DPRegError(f"private statistics releases must be {STAT_RELEASES}, got {names}")
     d = train.sx.size
-    noise = mech.normal_block_noise(_STAT_KINDS, [r.scale for r in releases], d, rng=rng, size=R)
-    s1 = train.sx + noise[0]  # (R, d)
-    s2 = np.diag(train.sxx) + noise[1]  # (R, d)
-    s0 = np.array(train.sy) + noise[2]  # (R,)
+    noisy = release_statistics(train, releases, rng=rng, size=R)
+    s1 = noisy["column_sums"]  # (R, d)
+    s2 = noisy["column_sums_of_squares"]  # (R, d)
+    s0 = noisy["y_sum"]  # (R,)
 
     mean, sd, yc, ys, x_max = _fit_runs(spec, ranges, train.n, s1, s2, s0)
     c = ranges.centre
