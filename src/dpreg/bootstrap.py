@@ -236,13 +236,19 @@ class DesignBootstrap:
         self._design = (K, R, self.resamples, int(seed), self.dataset)
         self.counts = _design_counts(*self._design)
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # the cell keys as numpy arrays once (index_of is called per claim and epsilon)
+        self._keys = tuple(
+            self.cells[c].to_numpy(dtype=object if c != "epsilon" else float)
+            for c in ("variant", "algorithm", "epsilon")
+        )
 
     def index_of(self, variant: str, algorithm: str, epsilon: float) -> int | None:
         """Row of a cell in :attr:`cells`, or None when it is not in the trials."""
+        variants, algorithms, epsilons = self._keys
         hit = np.flatnonzero(
-            (self.cells["variant"].to_numpy() == variant)
-            & (self.cells["algorithm"].to_numpy() == algorithm)
-            & np.isclose(self.cells["epsilon"].to_numpy(), float(epsilon), rtol=1e-12, atol=0)
+            (variants == variant)
+            & (algorithms == algorithm)
+            & np.isclose(epsilons, float(epsilon), rtol=1e-12, atol=0)
         )
         return int(hit[0]) if len(hit) else None
 
