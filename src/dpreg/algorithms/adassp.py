@@ -30,7 +30,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dpreg import mechanisms as mech
 from dpreg.algorithms.base import (
     Algorithm,
     FitOptions,
@@ -41,9 +40,8 @@ from dpreg.algorithms.base import (
     add_to_diagonal,
     draw_noise,
     finish,
-    gaussian_release,
 )
-from dpreg.algorithms.ssp import gdp_releases, wang_valid
+from dpreg.algorithms.ssp import gdp_releases, split_releases
 from dpreg.mechanisms import Release
 from dpreg.stats import SuffStats
 
@@ -57,56 +55,22 @@ def _names(ctx: ReleaseContext) -> tuple[tuple[str, float], ...]:
 
 def _releases_wang(ctx: ReleaseContext) -> list[Release]:
     """Wang's ``AdaSSP.m``: ``sigma = sqrt(ln(6/delta)) / (eps/3) * sensitivity``."""
-    eps, delta = ctx.epsilon, ctx.delta
-    s = math.sqrt(math.log(6.0 / delta)) / (eps / 3)
-    valid = wang_valid(eps / 3, delta / 3, s)
-    return [
-        gaussian_release(
-            n,
-            sensitivity=sens,
-            sigma=s * sens,
-            epsilon=eps / 3,
-            delta=delta / 3,
-            calibration="wang",
-            valid=valid,
-        )
-        for n, sens in _names(ctx)
-    ]
+    s = math.sqrt(math.log(6.0 / ctx.delta)) / (ctx.epsilon / 3)
+    return split_releases(
+        _names(ctx), epsilon=ctx.epsilon, delta=ctx.delta, calibration="wang", unit_sigma=s
+    )
 
 
 def _releases_classical(ctx: ReleaseContext) -> list[Release]:
     """Kalaja's Algorithm 3: classical Gaussian mechanism at ``(eps/3, delta/3)``."""
-    eps, delta = ctx.epsilon / 3, ctx.delta / 3
-    return [
-        gaussian_release(
-            n,
-            sensitivity=sens,
-            sigma=mech.classical_sigma(epsilon=eps, delta=delta, sensitivity=sens),
-            epsilon=eps,
-            delta=delta,
-            calibration="classical",
-            valid=mech.classical_valid(eps),
-        )
-        for n, sens in _names(ctx)
-    ]
+    return split_releases(
+        _names(ctx), epsilon=ctx.epsilon, delta=ctx.delta, calibration="classical"
+    )
 
 
 def _releases_analytic(ctx: ReleaseContext) -> list[Release]:
     """The analytic Gaussian mechanism at ``(eps/3, delta/3)`` (Balle & Wang 2018, Thm 8)."""
-    eps, delta = ctx.epsilon / 3, ctx.delta / 3
-    mu = mech.gdp_mu(epsilon=eps, delta=delta)
-    return [
-        gaussian_release(
-            n,
-            sensitivity=sens,
-            sigma=sens / mu,
-            epsilon=eps,
-            delta=delta,
-            calibration="analytic",
-            valid=True,
-        )
-        for n, sens in _names(ctx)
-    ]
+    return split_releases(_names(ctx), epsilon=ctx.epsilon, delta=ctx.delta, calibration="analytic")
 
 
 def _releases_gdp(ctx: ReleaseContext) -> list[Release]:

@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from dpreg import mechanisms as mech
+from dpreg._validation import DPRegError
 from dpreg.algorithms.base import (
     Algorithm,
     FitOptions,
@@ -37,7 +38,7 @@ from dpreg.algorithms.base import (
 from dpreg.mechanisms import Release
 from dpreg.stats import SuffStats
 
-__all__ = ["ENTRIES", "gdp_releases", "wang_valid"]
+__all__ = ["ENTRIES", "gdp_releases", "split_releases", "wang_valid"]
 
 
 def wang_valid(eps_i: float, delta_i: float, s: float) -> bool:
@@ -50,28 +51,74 @@ def wang_valid(eps_i: float, delta_i: float, s: float) -> bool:
     return mech.gdp_delta(eps_i, 1.0 / s) <= delta_i
 
 
-def gdp_releases(names: tuple[tuple[str, float], ...], eps: float, delta: float) -> list[Release]:
-    """``k`` Gaussian releases whose composition is exactly ``(eps, delta)``-DP.
+def split_releases(
+    names: tuple[tuple[str, float], ...],
+    *,
+    epsilon: float,
+    delta: float,
+    calibration: str,
+    unit_sigma: float | None = None,
+) -> list[Release]:
+    """``k`` Gaussian releases (name, sensitivity) sharing ``(epsilon, delta)`` equally.
 
-    Every release gets ``mu / sqrt(k)`` with ``mu = gdp_mu(eps, delta)`` (Dong,
-    Roth & Su 2019, Corollary 3.3: ``k`` releases of ``mu_i``-GDP compose to
-    ``sqrt(sum mu_i^2)``-GDP); its nominal share is reported as
-    ``(eps / k, delta / k)``.
+    Every release is calibrated for ``(epsilon / k, delta / k)``:
+
+    * ``classical``: ``sigma = D sqrt(2 ln(1.25 / delta_i)) / epsilon_i`` (Dwork &
+      Roth 2014, Thm A.1), valid while ``epsilon_i < 1``;
+    * ``analytic``: ``sigma = D / mu`` with ``mu`` the exact Gaussian profile's
+      parameter at ``(epsilon_i, delta_i)`` (Balle & Wang 2018, Thm 8);
+    * ``wang``: ``sigma = unit_sigma * D`` as in Wang's code, valid where the
+      exact profile meets ``(epsilon_i, delta_i)`` (:func:`wang_valid`);
+    * ``gdp``: every release gets ``mu / sqrt(k)`` with ``mu = gdp_mu(epsilon,
+      delta)``, so the ``k`` releases compose to exactly ``(epsilon, delta)``
+      (Dong, Roth & Su 2019, Corollary 3.3); the nominal shares are reported.
     """
     k = len(names)
-    mu = mech.gdp_mu(epsilon=eps, delta=delta)
+    e_i, d_i = epsilon / k, delta / k
+    if calibration == "classical":
+        valid = mech.classical_valid(e_i)
+
+        def sigma(sens: float) -> float:
+            return mech.classical_sigma(epsilon=e_i, delta=d_i, sensitivity=sens)
+    elif calibration == "analytic":
+        mu_i = mech.gdp_mu(epsilon=e_i, delta=d_i)
+        valid = True
+
+        def sigma(sens: float) -> float:
+            return sens / mu_i
+    elif calibration == "wang":
+        if unit_sigma is None:
+            raise DPRegError("Wang's calibration needs unit_sigma")
+        s = float(unit_sigma)
+        valid = wang_valid(e_i, d_i, s)
+
+        def sigma(sens: float) -> float:
+            return s * sens
+    elif calibration == "gdp":
+        mu = mech.gdp_mu(epsilon=epsilon, delta=delta)
+        valid = True
+
+        def sigma(sens: float) -> float:
+            return sens * math.sqrt(k) / mu
+    else:
+        raise DPRegError(f"unknown calibration {calibration!r}")
     return [
         gaussian_release(
             n,
             sensitivity=sens,
-            sigma=sens * math.sqrt(k) / mu,
-            epsilon=eps / k,
-            delta=delta / k,
-            calibration="gdp",
-            valid=True,
+            sigma=sigma(sens),
+            epsilon=e_i,
+            delta=d_i,
+            calibration=calibration,
+            valid=valid,
         )
         for n, sens in names
     ]
+
+
+def gdp_releases(names: tuple[tuple[str, float], ...], eps: float, delta: float) -> list[Release]:
+    """:func:`split_releases` with exact GDP accounting."""
+    return split_releases(names, epsilon=eps, delta=delta, calibration="gdp")
 
 
 def _names(ctx: ReleaseContext) -> tuple[tuple[str, float], ...]:
@@ -80,38 +127,17 @@ def _names(ctx: ReleaseContext) -> tuple[tuple[str, float], ...]:
 
 def _releases_ssp_wang(ctx: ReleaseContext) -> list[Release]:
     """Wang's ``SSP.m``: ``sigma = sqrt(ln(4/delta))/eps * sensitivity`` per release."""
-    eps, delta = ctx.epsilon, ctx.delta
-    s = math.sqrt(math.log(4.0 / delta)) / eps
-    valid = wang_valid(eps / 2, delta / 2, s)
-    return [
-        gaussian_release(
-            n,
-            sensitivity=sens,
-            sigma=s * sens,
-            epsilon=eps / 2,
-            delta=delta / 2,
-            calibration="wang",
-            valid=valid,
-        )
-        for n, sens in _names(ctx)
-    ]
+    s = math.sqrt(math.log(4.0 / ctx.delta)) / ctx.epsilon
+    return split_releases(
+        _names(ctx), epsilon=ctx.epsilon, delta=ctx.delta, calibration="wang", unit_sigma=s
+    )
 
 
 def _releases_ssp(ctx: ReleaseContext) -> list[Release]:
     """Kalaja's Algorithm 1: the classical Gaussian mechanism at ``(eps/2, delta/2)``."""
-    eps, delta = ctx.epsilon / 2, ctx.delta / 2
-    return [
-        gaussian_release(
-            n,
-            sensitivity=sens,
-            sigma=mech.classical_sigma(epsilon=eps, delta=delta, sensitivity=sens),
-            epsilon=eps,
-            delta=delta,
-            calibration="classical",
-            valid=mech.classical_valid(eps),
-        )
-        for n, sens in _names(ctx)
-    ]
+    return split_releases(
+        _names(ctx), epsilon=ctx.epsilon, delta=ctx.delta, calibration="classical"
+    )
 
 
 def _releases_ssp_gdp(ctx: ReleaseContext) -> list[Release]:
