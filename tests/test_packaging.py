@@ -352,9 +352,7 @@ def _forwards_rng_to(node: ast.FunctionDef, names: set[str]) -> bool:
 
 
 #: Public rng functions still taking only a Generator, with their owner's fix.
-NOT_YET_NORMALISED = {
-    "src/dpreg/algorithms/tukey.py:partition_models": "rngs = [as_generator(r) for r in rngs]",
-}
+NOT_YET_NORMALISED: dict[str, str] = {}
 
 
 def test_every_public_rng_parameter_is_normalised():

@@ -104,6 +104,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -118,6 +119,7 @@ from dpreg.algorithms.base import (
     Style,
 )
 from dpreg.mechanisms import Release
+from dpreg.seeding import as_generator
 from dpreg.stats import SuffStats
 
 __all__ = [
@@ -207,9 +209,7 @@ def _batched_lstsq(Xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
     return theta
 
 
-def partition_models(
-    X: np.ndarray, y: np.ndarray, m: int, *, rngs: list[np.random.Generator]
-) -> np.ndarray:
+def partition_models(X: np.ndarray, y: np.ndarray, m: int, *, rngs: Sequence[object]) -> np.ndarray:
     """OLS models of ``m`` disjoint random batches, one fresh partition per repeat.
 
     Repeat ``r`` shuffles the rows with ``rngs[r]`` and fits batch ``i`` on
@@ -222,14 +222,15 @@ def partition_models(
     -------
     ndarray, shape (R, m, d)
     """
+    gens = [as_generator(g, "rngs") for g in rngs]  # SPEC 7: normalised once
     n, d = X.shape
     b = n // m
-    R = len(rngs)
+    R = len(gens)
     out = np.empty((R, m, d))
     step = max(1, _CHUNK_ELEMENTS // max(1, m * b * d))
     for lo in range(0, R, step):
         hi = min(R, lo + step)
-        idx = np.stack([g.permutation(n)[: m * b] for g in rngs[lo:hi]]).reshape(hi - lo, m, b)
+        idx = np.stack([g.permutation(n)[: m * b] for g in gens[lo:hi]]).reshape(hi - lo, m, b)
         out[lo:hi] = _batched_lstsq(X[idx], y[idx])
     return out
 
