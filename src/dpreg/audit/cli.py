@@ -111,7 +111,7 @@ def _parse_samples(text: str) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="dpreg-audit",
+        prog="dpreg audit",
         description=(
             "Empirical privacy audit of every raw mechanism and private algorithm: a "
             "Clopper-Pearson lower bound on epsilon at the claimed delta from a test between "
