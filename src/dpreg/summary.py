@@ -41,6 +41,7 @@ from dpreg.tables import (
     SUMMARY_COLUMNS,
     SUMMARY_DTYPES,
     TABLE_FLOAT_FORMAT,
+    TRIAL_COLUMNS,
     TRIAL_FLOAT_FORMAT,
     empty_frame,
     read_table,
@@ -77,17 +78,7 @@ TABLE_COLUMNS = SUMMARY_COLUMNS
 
 #: Trial columns :func:`summarise` needs.
 REQUIRED_TRIAL_COLUMNS = [
-    "dataset",
-    "variant",
-    "algorithm",
-    "epsilon",
-    "delta",
-    "fold",
-    "repeat",
-    "mse",
-    "r2",
-    "failed",
-    "outside_validity",
+    c for c in TRIAL_COLUMNS if c not in ("lam", "calibration", "seed_key", *LEDGER_COLUMNS)
 ]
 
 #: Trial columns a summary reads: the required ones and the privacy ledger.
