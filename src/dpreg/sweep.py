@@ -29,7 +29,6 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -45,11 +44,7 @@ from dpreg._validation import (
 from dpreg.algorithms import (
     ALGORITHMS,
     Algorithm,
-    FitOptions,
-    FitResult,
-    PendingSolve,
     get_algorithm,
-    solve_batched,
 )
 from dpreg.ledger import release_columns, trial_columns
 from dpreg.mechanisms import ClassicalCalibrationWarning
@@ -513,13 +508,6 @@ def _score_runs(
     return np.where(failed, np.nan, sse / tests.m), np.where(failed, np.nan, r2)
 
 
-def _solved(part: FitResult | PendingSolve) -> FitResult:
-    if isinstance(part, FitResult):
-        return part
-    theta, failed = solve_batched(part.A, part.b)
-    return FitResult(theta, part.lam, failed)
-
-
 def _runs_block(
     alg: Algorithm,
     fds: Sequence[FoldData],
@@ -538,9 +526,9 @@ def _runs_block(
 ) -> dict[str, Any]:
     """One algorithm on R runs, each with its own (noisy) fold statistics.
 
-    Each run is one call of the entry's fit function with ``size=1`` on its
-    statistics, drawing from ``rng`` in turn; systems handed back unsolved
-    (:class:`~dpreg.algorithms.PendingSolve`) are solved in one stacked call.
+    :meth:`~dpreg.algorithms.Algorithm.fit_runs`: each run is one call of the
+    entry's fit function with ``size=1`` on its statistics, drawing from
+    ``rng`` in turn, and the systems are solved in one stacked call.
     """
     train0 = fds[0].train
     run: dict[str, Any] = {
@@ -552,27 +540,17 @@ def _runs_block(
         "bound_x": train0.bound_x,
         "bound_y": train0.bound_y,
     }
-    rel = alg.releases(epsilon=e_alg, **run)
-    opts = FitOptions(
+    res = alg.fit_runs(
+        [fd.train for fd in fds],
+        epsilon=e_alg,
+        delta=d_alg,
         rng=rng if alg.private else None,
-        size=1,
         rho=rho,
         xtx_offset=xtx_offset,
-        params=MappingProxyType(alg.resolve_params(params)),
-        solve=False,
+        params=params,
     )
-    parts = [alg.fit_fn(fd.train, rel, opts) for fd in fds]
-    pending = [p for p in parts if isinstance(p, PendingSolve)]
-    if len(pending) == len(parts):
-        theta, failed = solve_batched(
-            np.concatenate([p.A for p in pending]), np.concatenate([p.b for p in pending])
-        )
-        lam = np.concatenate([p.lam for p in pending])
-    else:
-        done = [_solved(p) for p in parts]
-        theta = np.concatenate([p.theta for p in done])
-        failed = np.concatenate([p.failed for p in done])
-        lam = np.concatenate([p.lam for p in done])
+    theta, failed, lam = res.theta, res.failed, res.lam
+    rel = alg.releases(epsilon=e_alg, **run)
     mse, r2 = _score_runs(tests, theta, failed)
     led = release_columns(list(stat_rel) + rel, delta=delta)
     return _block(

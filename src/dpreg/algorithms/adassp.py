@@ -92,13 +92,12 @@ def _fit_adassp(
     rel: list[Release],
     opts: FitOptions,
     *,
-    kinds: tuple[str, ...],
     shift: Callable[[float], float],
 ) -> FitResult | PendingSolve:
     d = stats.d
     sigma_l = rel[0].scale
     delta = 3.0 * rel[0].delta  # every AdaSSP release carries delta / 3
-    z_l, E, e = draw_noise(kinds, rel, d, rng=opts.rng, size=opts.size)  # type: ignore[arg-type]
+    z_l, E, e = draw_noise(opts.noise_kinds, rel, d, rng=opts.rng, size=opts.size)  # type: ignore[arg-type]
     lam_noisy = stats.lambda_min(opts.xtx_offset) + z_l  # the released lambda_min
     lam = adassp_lambda(lam_noisy, sigma_l, shift(delta), d, opts.rho)
     xtx = stats.xtx + E
@@ -118,9 +117,11 @@ def _kalaja_shift(delta: float) -> float:
     return math.sqrt(2.0 * math.log(3.75 / delta))
 
 
-def _fit(kinds: tuple[str, ...], shift: Callable[[float], float]):
+def _fit(shift: Callable[[float], float]):
+    """The fit function of an AdaSSP entry with this shift (noise layout from the entry)."""
+
     def fit(stats: SuffStats, rel: list[Release], opts: FitOptions):
-        return _fit_adassp(stats, rel, opts, kinds=kinds, shift=shift)
+        return _fit_adassp(stats, rel, opts, shift=shift)
 
     return fit
 
@@ -135,7 +136,7 @@ ENTRIES = [
         private=True,
         calibration="wang",
         release_fn=_releases_wang,
-        fit_fn=_fit(_WANG, _wang_shift),
+        fit_fn=_fit(_wang_shift),
         noise_kinds=_WANG,
         has_lambda=True,
         reproduction=True,
@@ -148,7 +149,7 @@ ENTRIES = [
         private=True,
         calibration="classical",
         release_fn=_releases_classical,
-        fit_fn=_fit(_SYM, _kalaja_shift),
+        fit_fn=_fit(_kalaja_shift),
         noise_kinds=_SYM,
         has_lambda=True,
         style=Style("tab:blue"),
@@ -160,7 +161,7 @@ ENTRIES = [
         private=True,
         calibration="analytic",
         release_fn=_releases_analytic,
-        fit_fn=_fit(_SYM, _wang_shift),
+        fit_fn=_fit(_wang_shift),
         noise_kinds=_SYM,
         has_lambda=True,
         style=Style("tab:purple"),
@@ -172,7 +173,7 @@ ENTRIES = [
         private=True,
         calibration="gdp",
         release_fn=_releases_gdp,
-        fit_fn=_fit(_SYM, _wang_shift),
+        fit_fn=_fit(_wang_shift),
         noise_kinds=_SYM,
         has_lambda=True,
         style=Style("tab:cyan"),

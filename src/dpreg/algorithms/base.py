@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, NamedTuple, cast
@@ -114,6 +114,8 @@ class FitOptions:
     rows: tuple[np.ndarray, np.ndarray] | None = None
     solve: bool = True
     capture: bool = False
+    #: The entry's noise layout (:attr:`Algorithm.noise_kinds`), for :func:`draw_noise`.
+    noise_kinds: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -456,6 +458,7 @@ class Algorithm:
             rows=rows if self.needs_rows else None,
             solve=False,
             capture=bool(capture),
+            noise_kinds=self.noise_kinds,
         )
         if not self.private:
             one = _as_result(self.fit_fn(stats, [], base))
@@ -476,14 +479,60 @@ class Algorithm:
                 n=stats.n,
                 params=resolved,
             )
-            parts.append(self.fit_fn(stats, rel, _with_rng(base, rng)))
+            parts.append(self.fit_fn(stats, rel, replace(base, rng=rng)))
         return _stack(parts, capture)
 
+    def fit_runs(
+        self,
+        runs: Sequence[SuffStats],
+        *,
+        epsilon: float,
+        delta: float,
+        rng: np.random.Generator | None,
+        rho: float = 0.05,
+        xtx_offset: float = 1.0,
+        params: Mapping[str, Any] | None = None,
+        capture: bool = False,
+    ) -> FitResult:
+        """One repeat on each of several statistics, e.g. the runs of private pre-processing.
 
-def _with_rng(opts: FitOptions, rng: np.random.Generator) -> FitOptions:
-    return FitOptions(
-        rng, opts.size, opts.rho, opts.xtx_offset, opts.params, opts.rows, opts.solve, opts.capture
-    )
+        Run ``r`` is one call of the fit function with ``size=1`` on
+        ``runs[r]``, drawing from ``rng`` in turn; the releases are computed
+        once from ``runs[0]`` (every run has the same ``n``, ``d`` and bounds).
+        Systems handed back unsolved are solved in one stacked call.  This is
+        the path the sweep and the end-to-end audit share.
+        """
+        if not runs:
+            raise DPRegError(f"{self.name}: fit_runs needs at least one run")
+        first = runs[0]
+        _check_run_params(first, rho, xtx_offset)
+        if self.needs_rows:
+            raise DPRegError(
+                f"algorithm {self.name!r} needs the training rows and cannot run on "
+                "privately pre-processed statistics"
+            )
+        resolved = self.resolve_params(params)
+        rel = self.releases(
+            epsilon=epsilon,
+            delta=delta,
+            d=first.d,
+            bound_x=first.bound_x,
+            bound_y=first.bound_y,
+            rho=rho,
+            n=first.n,
+            params=resolved,
+        )
+        opts = FitOptions(
+            rng=as_generator(rng) if self.private else None,
+            size=1,
+            rho=float(rho),
+            xtx_offset=float(xtx_offset),
+            params=MappingProxyType(resolved),
+            solve=False,
+            capture=bool(capture),
+            noise_kinds=self.noise_kinds,
+        )
+        return _stack([self.fit_fn(st, rel, opts) for st in runs], capture)
 
 
 def _as_result(part: FitResult | PendingSolve) -> FitResult:

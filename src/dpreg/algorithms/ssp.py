@@ -144,22 +144,13 @@ def _releases_ssp_gdp(ctx: ReleaseContext) -> list[Release]:
     return gdp_releases(_names(ctx), ctx.epsilon, ctx.delta)
 
 
-def _fit_ssp(
-    stats: SuffStats, rel: list[Release], opts: FitOptions, *, kinds: tuple[str, ...]
-) -> FitResult | PendingSolve:
-    E, e = draw_noise(kinds, rel, stats.d, rng=opts.rng, size=opts.size)  # type: ignore[arg-type]
+def _fit_ssp(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResult | PendingSolve:
+    """Noisy ``X^T X`` and ``X^T y`` in the entry's noise layout, then one solve per repeat."""
+    E, e = draw_noise(opts.noise_kinds, rel, stats.d, rng=opts.rng, size=opts.size)  # type: ignore[arg-type]
     xtx = stats.xtx + E  # the released statistics, exactly as used below
     xty = stats.xty + e
     A = add_to_diagonal(xtx.copy() if opts.capture else xtx, opts.xtx_offset)
     return finish(A, xty, np.full(opts.size, np.nan), opts, {"XtX": xtx, "Xty": xty})
-
-
-def _fit_full(stats, rel, opts):
-    return _fit_ssp(stats, rel, opts, kinds=("full", "vector"))
-
-
-def _fit_symmetric(stats, rel, opts):
-    return _fit_ssp(stats, rel, opts, kinds=("symmetric", "vector"))
 
 
 ENTRIES = [
@@ -169,7 +160,7 @@ ENTRIES = [
         private=True,
         calibration="wang",
         release_fn=_releases_ssp_wang,
-        fit_fn=_fit_full,
+        fit_fn=_fit_ssp,
         noise_kinds=("full", "vector"),
         reproduction=True,
         style=Style("tab:red"),
@@ -181,7 +172,7 @@ ENTRIES = [
         private=True,
         calibration="classical",
         release_fn=_releases_ssp,
-        fit_fn=_fit_symmetric,
+        fit_fn=_fit_ssp,
         noise_kinds=("symmetric", "vector"),
         style=Style("tab:green"),
         reference="Kalaja (2020) Alg. 1: classical Gaussian at (ε/2, δ/2), symmetric noise",
@@ -192,7 +183,7 @@ ENTRIES = [
         private=True,
         calibration="gdp",
         release_fn=_releases_ssp_gdp,
-        fit_fn=_fit_symmetric,
+        fit_fn=_fit_ssp,
         noise_kinds=("symmetric", "vector"),
         style=Style("tab:olive"),
         reference="SSP with exact μ-GDP accounting (Dong, Roth & Su 2019)",

@@ -66,14 +66,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError, check_positive_int
-from dpreg.algorithms import ALGORITHMS, FitOptions
+from dpreg.algorithms import ALGORITHMS
 from dpreg.audit.bounds import ALPHA, distinguishing_test, judge, round_llr
 from dpreg.audit.model import DEFAULT_D, base_rows, label_of
 from dpreg.mechanisms import Release
@@ -309,23 +308,18 @@ def _private_stats_draws(
         rho=rho,
         n=st.n,
     )
-    opts = FitOptions(
-        rng=g_alg,
-        size=1,
-        rho=rho,
-        params=MappingProxyType(alg.resolve_params(None)),
-        solve=False,
-        capture=True,
+    # the sweep's own fit path for private-stats runs
+    res = alg.fit_runs(
+        [fd.train for fd in fds], epsilon=e_alg, delta=d_alg, rng=g_alg, rho=rho, capture=True
     )
+    if res.released is None or any(fd.released is None for fd in fds):
+        raise DPRegError(f"{alg.name}: the private-stats run recorded no released values")
     out: dict[str, list[np.ndarray]] = {}
     for fd in fds:
-        part = alg.fit_fn(fd.train, alg_rel, opts)
-        if part.released is None or fd.released is None:
-            raise DPRegError(f"{alg.name}: the private-stats run recorded no released values")
-        for k, v in fd.released.items():
+        for k, v in fd.released.items():  # type: ignore[union-attr]
             out.setdefault("stats:" + k, []).append(np.atleast_1d(np.asarray(v))[None, ...])
-        for k, v in part.released.items():
-            out.setdefault(k, []).append(np.asarray(v))
+    for k, v in res.released.items():
+        out[k] = [v]
     return {k: np.concatenate(v) for k, v in out.items()}, [*stat_rel, *alg_rel]
 
 
