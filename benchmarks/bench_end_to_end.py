@@ -150,24 +150,12 @@ def obvious_loop(tables: dict[str, tuple[np.ndarray, np.ndarray]], cfg: dict, R:
 
 def run_loop(cfg: dict, R: int, workdir: Path) -> tuple[float, dict]:
     import pandas as pd
-
-    from dpreg.data import prepare_dataset, read_prepared
+    from bench_sweep import load_dataset  # the same preparation as the engine benchmark
 
     t0 = time.perf_counter()
     exp = cfg["experiments"][EXPERIMENT]
     names = list(cfg["datasets"]) if exp["datasets"] == "all" else exp["datasets"]
-    tables = {}
-    for ds in names:
-        out = workdir / f"{ds}.parquet"
-        prepare_dataset(
-            ds,
-            cfg["datasets"][ds],
-            mirror_dir=ROOT / cfg["mirror"],
-            out_table=out,
-            out_meta=workdir / f"{ds}.json",
-        )
-        X, y, _, _ = read_prepared(out)
-        tables[ds] = (X, y)
+    tables = {ds: load_dataset(ds, workdir) for ds in names}
     t_prep = time.perf_counter() - t0
     rows = obvious_loop(tables, cfg, R)
     t_loop = time.perf_counter() - t0 - t_prep
