@@ -258,6 +258,21 @@ def _split_algorithms(
     return [(get_algorithm(a), R) for a, R in algs.items() if a not in PEERS], peers
 
 
+def _release_args(
+    train: Any, *, delta: float, rho: float, params: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Keyword arguments of :meth:`Algorithm.releases` (bar epsilon) for a training fold."""
+    return {
+        "delta": delta,
+        "d": train.d,
+        "rho": rho,
+        "n": train.n,
+        "params": params,
+        "bound_x": train.bound_x,
+        "bound_y": train.bound_y,
+    }
+
+
 def _fit_block(
     alg: Algorithm,
     fd: FoldData,
@@ -274,15 +289,7 @@ def _fit_block(
     params: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
     """Every (epsilon, repeat) of one registry algorithm on one fold."""
-    run: dict[str, Any] = {
-        "delta": delta,
-        "d": fd.train.d,
-        "rho": rho,
-        "n": fd.train.n,
-        "params": params,
-        "bound_x": fd.train.bound_x,
-        "bound_y": fd.train.bound_y,
-    }
+    run = _release_args(fd.train, delta=delta, rho=rho, params=params)
     ledger = trial_columns(alg.name, eps_grid, **run)
     res = alg.fit_grid(
         fd.train,
@@ -531,15 +538,7 @@ def _runs_block(
     ``rng`` in turn, and the systems are solved in one stacked call.
     """
     train0 = fds[0].train
-    run: dict[str, Any] = {
-        "delta": d_alg,
-        "d": train0.d,
-        "rho": rho,
-        "n": train0.n,
-        "params": params,
-        "bound_x": train0.bound_x,
-        "bound_y": train0.bound_y,
-    }
+    run = _release_args(train0, delta=d_alg, rho=rho, params=params)
     res = alg.fit_runs(
         [fd.train for fd in fds],
         epsilon=e_alg,
