@@ -444,19 +444,26 @@ def _private_stats_blocks(
     ]
     d = source.d + int(spec.has_intercept)
     R_max = max((R for _, R in algs), default=0)
+    # per epsilon, the same for every fold: the algorithm's budget, and the
+    # statistics' releases calibrated for what it leaves
+    budgets = {}
+    for eps in eps_grid:
+        e_alg, d_alg = algorithm_budget(spec, epsilon=eps, delta=delta)
+        budgets[eps] = (
+            e_alg,
+            d_alg,
+            private_stat_releases(ranges, epsilon=eps - e_alg, delta=delta - d_alg, d=d),
+        )
     blocks = []
     for k in range(folds):
         for eps in eps_grid:
-            share_eps = eps - algorithm_budget(spec, epsilon=eps, delta=delta)[0]
-            share_delta = delta - algorithm_budget(spec, epsilon=eps, delta=delta)[1]
-            stat_rel = private_stat_releases(ranges, epsilon=share_eps, delta=share_delta, d=d)
+            e_alg, d_alg, stat_rel = budgets[eps]
             stats_rng = np.random.default_rng(
                 seed_sequence(seed, dataset, vname, k, "private_stats", eps)
             )
             args = (spec, ranges, total - moms[k], moms[k], shared[k], stat_rel)
             # the R runs vectorised: bit-identical to R calls of private_fold_data
             fds = private_fold_data_runs(*args, fold=k, rng=stats_rng, size=R_max)
-            e_alg, d_alg = algorithm_budget(spec, epsilon=eps, delta=delta)
             tests = _RunTests(fds)
             for alg, R in algs:
                 blocks.append(
