@@ -411,3 +411,47 @@ def test_failed_safety_tests_are_counted_in_the_sweep_and_summary():
     summary = summarise(trials, experiment="toy", resamples=200).set_index("epsilon")
     assert summary.loc[0.1, "failed"] == 10 and summary.loc[0.1, "trials"] == 10
     assert summary.loc[20.0, "failed"] == 0 and np.isfinite(summary.loc[20.0, "mse_median"])
+
+
+def test_sweep_partitions_once_per_fold_and_shares_it_across_epsilon(monkeypatch):
+    """The partition and batch fits (TukeyEM's cost) do not depend on epsilon: the sweep
+    fits them once per (variant, fold) and every epsilon's trials start from the same
+    models, while the Laplace/Gumbel draws differ per epsilon."""
+    import warnings
+
+    from dpreg.sweep import sweep_arrays
+
+    calls, seen = [], []
+    real = tukey.partition_models
+
+    def counting(X, y, m, *, rngs):
+        calls.append(m)
+        out = real(X, y, m, rngs=rngs)
+        seen.append(out)
+        return out
+
+    monkeypatch.setattr(tukey, "partition_models", counting)
+    X, y = rows(3000, 3, seed=8)
+    kw = dict(
+        dataset="toy",
+        seed=1,
+        folds=2,
+        variants={"maxnorm": {"stats": "train", "scale": "maxnorm"}},
+        delta=DELTA,
+        algorithms=["tukey-em"],
+        repeats=3,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        both = sweep_arrays(X, y, epsilons=[20.0, 50.0], **kw)
+        alone = sweep_arrays(X, y, epsilons=[50.0], **kw)
+    assert len(calls) == 2 + 2, "one partition per fold and sweep, not per epsilon"
+    # the same models whichever other epsilons are swept: the trials at 50 are equal
+    np.testing.assert_array_equal(
+        both.loc[both["epsilon"] == 50.0, "mse"].to_numpy(), alone["mse"].to_numpy()
+    )
+    np.testing.assert_array_equal(seen[0], seen[2])  # fold 0 of both sweeps
+    # the privacy noise is still per epsilon: the two epsilons' answers differ
+    a = both.loc[both["epsilon"] == 20.0, "mse"].to_numpy()
+    b = both.loc[both["epsilon"] == 50.0, "mse"].to_numpy()
+    assert not np.array_equal(a, b)

@@ -41,7 +41,7 @@ def data():
     return SuffStats.from_arrays(X, y, bound_x=1.0, bound_y=1.0), (X, y)
 
 
-def fit(alg: Algorithm, data, *, eps=1.0, seed=3, size=4, capture=False):
+def fit(alg: Algorithm, data, *, eps=1.0, seed=3, size=4, capture=False, shared_seed=None):
     stats, rows = data
     return alg.fit(
         stats,
@@ -51,7 +51,12 @@ def fit(alg: Algorithm, data, *, eps=1.0, seed=3, size=4, capture=False):
         size=size,
         rows=rows if alg.needs_rows else None,
         capture=capture,
+        shared_seed=shared_seed,
     )
+
+
+def shared(seed: int | None) -> np.random.SeedSequence | None:
+    return None if seed is None else np.random.SeedSequence(seed)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -104,21 +109,24 @@ def test_captured_releases_are_the_ledgers_releases(name, data):
     assert plain.released is None
 
 
+@pytest.mark.parametrize("shared_seed", [None, 9])
 @pytest.mark.parametrize("name", NAMES)
-def test_same_rng_same_answer_and_prefix_stable(name, data):
+def test_same_rng_same_answer_and_prefix_stable(name, data, shared_seed):
     alg = ALGORITHMS[name]
-    a = fit(alg, data, size=3)
-    b = fit(alg, data, size=3)
+    a = fit(alg, data, size=3, shared_seed=shared(shared_seed))
+    b = fit(alg, data, size=3, shared_seed=shared(shared_seed))
     np.testing.assert_array_equal(a.theta, b.theta)
     np.testing.assert_array_equal(a.failed, b.failed)
-    many = fit(alg, data, size=7)
+    many = fit(alg, data, size=7, shared_seed=shared(shared_seed))
     np.testing.assert_array_equal(many.theta[:3], a.theta, err_msg="first repeats changed")
     assert a.theta.shape == (3, data[0].d) and a.lam.shape == (3,) and a.failed.dtype == bool
     assert np.isnan(a.theta[a.failed]).all()
 
 
+@pytest.mark.parametrize("shared_seed", [None, 9])
 @pytest.mark.parametrize("name", NAMES)
-def test_grid_equals_one_fit_per_epsilon(name, data):
+def test_grid_equals_one_fit_per_epsilon(name, data, shared_seed):
+    """Also with a shared seed: the epsilon-free step done once equals doing it per epsilon."""
     alg = ALGORITHMS[name]
     stats, rows = data
     eps = [0.5, 2.0]
@@ -129,10 +137,36 @@ def test_grid_equals_one_fit_per_epsilon(name, data):
         rngs=[np.random.default_rng(s) for s in (1, 2)] if alg.private else [None, None],
         size=3,
         rows=rows if alg.needs_rows else None,
+        shared_seed=shared(shared_seed),
     )
-    one = [fit(alg, data, eps=e, seed=s, size=3) for e, s in zip(eps, (1, 2), strict=True)]
+    one = [
+        fit(alg, data, eps=e, seed=s, size=3, shared_seed=shared(shared_seed))
+        for e, s in zip(eps, (1, 2), strict=True)
+    ]
     np.testing.assert_array_equal(grid.theta, np.concatenate([o.theta for o in one]))
     np.testing.assert_array_equal(grid.failed, np.concatenate([o.failed for o in one]))
+
+
+@pytest.mark.parametrize("name", PRIVATE)
+def test_shared_seed_only_moves_an_epsilon_free_step(name, data):
+    """Entries without one ignore the seed; entries with one take that step from it."""
+    alg = ALGORITHMS[name]
+    # epsilon 10: TukeyEM's safety test passes on the toy data (at 1 the code's form fails)
+    plain = fit(alg, data, eps=10.0, size=4)
+    a = fit(alg, data, eps=10.0, size=4, shared_seed=shared(1))
+    b = fit(alg, data, eps=10.0, size=4, shared_seed=shared(2))
+    if not alg.epsilon_free_step:
+        np.testing.assert_array_equal(a.theta, plain.theta)
+        np.testing.assert_array_equal(b.theta, plain.theta)
+    else:
+        ok = ~(a.failed | b.failed)
+        assert ok.any(), "the toy data should let some trials pass"
+        assert not np.array_equal(a.theta[ok], b.theta[ok])
+
+
+def test_shared_seed_must_be_a_seed_sequence(data):
+    with pytest.raises(DPRegError, match="shared_seed must be None or a numpy SeedSequence"):
+        fit(get_algorithm("adassp"), data, shared_seed=7)
 
 
 @pytest.mark.parametrize("name", PRIVATE)

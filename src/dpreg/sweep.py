@@ -18,7 +18,11 @@ a trial does not depend on what else is run, on job order or core count, and
 the first ``R`` repeats do not change when ``R`` grows.  Private-stats runs
 draw their statistics noise from ``SeedSequence([..., id(fold),
 id("private_stats"), id(epsilon)])`` one run after another, and each
-algorithm's noise from its stream in the same order.  Folds come from
+algorithm's noise from its stream in the same order.  An algorithm's
+epsilon-free step (TukeyEM's partition and batch fits,
+:attr:`~dpreg.algorithms.base.Algorithm.epsilon_free_step`) comes from
+``SeedSequence([..., id(fold), id(algorithm), id("epsilon-free")])`` and is
+computed once per (fold, algorithm) for the whole grid.  Folds come from
 ``SeedSequence([seed, id(dataset), id("folds"), id(K)])``.
 """
 
@@ -310,6 +314,10 @@ def _fit_block(
         xtx_offset=xtx_offset,
         params=params,
         rows=rows if alg.needs_rows else None,
+        # an epsilon-free step (TukeyEM's partition) is shared by the grid: done once
+        shared_seed=seed_sequence(seed, dataset, vname, fd.fold, alg.name, "epsilon-free")
+        if alg.epsilon_free_step
+        else None,
     )
     mse, r2 = _score(fd.test, res.theta, res.failed)
     return _block(

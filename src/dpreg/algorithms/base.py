@@ -34,7 +34,14 @@ Randomness: ``opts.rng`` is a :class:`numpy.random.Generator` owned by the
 caller; algorithms whose noise is a block of standard normals of the same
 layout (:attr:`Algorithm.noise_kinds`) share one stream per (dataset,
 variant, fold, epsilon) -- common random numbers, see
-:attr:`Algorithm.noise_stream`.
+:attr:`Algorithm.noise_stream`.  An algorithm with a random step that is not
+privacy noise and does not depend on epsilon (TukeyEM's partition of the rows
+and its batch fits; :attr:`Algorithm.epsilon_free_step`) takes that step's
+randomness from ``opts.shared_seed`` when the caller passes one: every
+epsilon of a grid then uses the same seed, and the step is computed once per
+:meth:`Algorithm.fit_grid` call (``opts.cache``).  Each trial is still an
+exact run of the algorithm; trials at different epsilons share that step,
+as common random numbers.
 """
 
 from __future__ import annotations
@@ -65,6 +72,7 @@ __all__ = [
     "draw_noise",
     "finish",
     "gaussian_release",
+    "shared_child",
     "solve_batched",
 ]
 
@@ -116,6 +124,11 @@ class FitOptions:
     capture: bool = False
     #: The entry's noise layout (:attr:`Algorithm.noise_kinds`), for :func:`draw_noise`.
     noise_kinds: tuple[str, ...] = ()
+    #: Seed of the epsilon-free random step (:attr:`Algorithm.epsilon_free_step`);
+    #: ``None``: that step draws from ``rng`` like everything else.
+    shared_seed: np.random.SeedSequence | None = None
+    #: Results of the epsilon-free step, shared by the fits of one grid call.
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -278,6 +291,10 @@ class Algorithm:
     neighbouring : str
         ``"add/remove"`` or ``"replace-one"``: the relation the releases'
         sensitivities are computed under.
+    epsilon_free_step : bool
+        Whether the fit has a random step that is not privacy noise and does
+        not depend on epsilon (TukeyEM: partition and batch fits), drawn from
+        ``opts.shared_seed`` when one is passed (see the module docstring).
     style : Style
         Colour, line style and marker in every figure.
     reference : str
@@ -297,6 +314,7 @@ class Algorithm:
     hyperparameters: Mapping[str, Any] = field(default_factory=dict)
     tuned_nonprivately: tuple[str, ...] = ()
     neighbouring: str = "add/remove"
+    epsilon_free_step: bool = False
     style: Style = Style("0.3")
     reference: str = ""
 
@@ -383,6 +401,7 @@ class Algorithm:
         params: Mapping[str, Any] | None = None,
         rows: tuple[np.ndarray, np.ndarray] | None = None,
         capture: bool = False,
+        shared_seed: np.random.SeedSequence | None = None,
     ) -> FitResult:
         """Draw ``size`` repeats of the algorithm on ``stats``.
 
@@ -408,6 +427,11 @@ class Algorithm:
             The training rows, required when :attr:`needs_rows`.
         capture : bool
             Record the noisy released values (see :class:`FitResult`).
+        shared_seed : SeedSequence, optional
+            Seed of the epsilon-free step of an algorithm with
+            :attr:`epsilon_free_step` (repeat ``r`` uses its child ``r``, so
+            repeats are prefix-stable); ignored by the others.  ``None``: that
+            step draws from ``rng``.
         """
         return self.fit_grid(
             stats,
@@ -420,6 +444,7 @@ class Algorithm:
             params=params,
             rows=rows,
             capture=capture,
+            shared_seed=shared_seed,
         )
 
     def fit_grid(
@@ -435,6 +460,7 @@ class Algorithm:
         params: Mapping[str, Any] | None = None,
         rows: tuple[np.ndarray, np.ndarray] | None = None,
         capture: bool = False,
+        shared_seed: np.random.SeedSequence | None = None,
     ) -> FitResult:
         """:meth:`fit` for every epsilon of a grid, each with its own ``rng``.
 
@@ -443,12 +469,15 @@ class Algorithm:
         from its own generator exactly as :meth:`fit` draws it; systems handed
         back as :class:`PendingSolve` are solved in one stacked call, which is
         bit-identical to solving them per epsilon (a batched solve treats
-        every matrix independently).
+        every matrix independently).  With ``shared_seed`` (see :meth:`fit`)
+        the epsilon-free step is computed once for the whole grid; the result
+        equals per-epsilon :meth:`fit` calls with the same ``shared_seed``.
         """
         _check_run_params(stats, rho, xtx_offset)
         if self.needs_rows:
             _check_rows(self.name, stats, rows)
         resolved = self.resolve_params(params)
+        shared = _check_shared_seed(shared_seed)
         base = FitOptions(
             rng=None,
             size=int(size),
@@ -459,6 +488,7 @@ class Algorithm:
             solve=False,
             capture=bool(capture),
             noise_kinds=self.noise_kinds,
+            shared_seed=shared if self.epsilon_free_step else None,
         )
         if not self.private:
             one = _as_result(self.fit_fn(stats, [], base))
@@ -564,6 +594,26 @@ def _stack(parts: list[FitResult | PendingSolve], capture: bool) -> FitResult:
         np.concatenate([p.lam for p in done]),
         np.concatenate([p.failed for p in done]),
         released,
+    )
+
+
+def _check_shared_seed(seed: object) -> np.random.SeedSequence | None:
+    if seed is None or isinstance(seed, np.random.SeedSequence):
+        return seed
+    raise DPRegError(
+        f"shared_seed must be None or a numpy SeedSequence, got {type(seed).__name__} {seed!r}"
+    )
+
+
+def shared_child(seed: np.random.SeedSequence, index: int) -> np.random.SeedSequence:
+    """Child ``index`` of ``seed``, as ``seed.spawn`` would make it, without spawning.
+
+    ``SeedSequence.spawn`` advances a counter, so two calls give different
+    children; the epsilon-free step of every epsilon of a grid needs the
+    same ones.
+    """
+    return np.random.SeedSequence(
+        seed.entropy, spawn_key=(*seed.spawn_key, int(index)), pool_size=seed.pool_size
     )
 
 

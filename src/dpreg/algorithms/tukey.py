@@ -63,6 +63,17 @@ of the design the models spread widely and the coordinate-wise depth box
 can be huge, so the error is heavy-tailed although its median is fine
 (seen on a dataset with duplicated columns).
 
+Randomness shared across epsilon
+--------------------------------
+The partition (and with it the ``m`` batch fits, the bulk of the cost) is not
+privacy noise and does not depend on epsilon.  When the caller passes
+``shared_seed`` (the sweep does, keyed by dataset, variant, fold and
+algorithm), repeat ``r`` partitions with that seed's child ``r`` at every
+epsilon, so a grid fits the models once; the Laplace, Gumbel and uniform
+draws still come from each epsilon's own ``rng``.  Without it (the estimator,
+a single :meth:`~dpreg.algorithms.base.Algorithm.fit`) the partition is drawn
+from ``rng``.  Either way each trial is an exact run of the algorithm.
+
 The published form and the released code
 ----------------------------------------
 ``tukey-em``
@@ -117,6 +128,7 @@ from dpreg.algorithms.base import (
     FitResult,
     ReleaseContext,
     Style,
+    shared_child,
 )
 from dpreg.mechanisms import Release
 from dpreg.seeding import as_generator
@@ -445,10 +457,20 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, code: bool) 
     eps2 = rel[1].epsilon
     delta = rel[1].delta
     rngs = opts.rng.spawn(R)  # type: ignore[union-attr]  # one child per repeat: prefix-stable
-    models = partition_models(X, y, m, rngs=rngs)
+    if opts.shared_seed is None:
+        models = partition_models(X, y, m, rngs=rngs)
+    else:
+        # the partition and the m batch fits do not depend on epsilon: with a
+        # shared seed every epsilon of a grid reuses them (computed once)
+        key = ("models", m, R)
+        if key not in opts.cache:
+            parts = [shared_child(opts.shared_seed, r) for r in range(R)]
+            opts.cache[key] = partition_models(X, y, m, rngs=parts)
+        models = opts.cache[key]
     half = m // 2
     t = half // 2
-    # every later draw of repeat r comes from rngs[r], after its permutation
+    # every later draw of repeat r comes from rngs[r] (after its permutation,
+    # when the partition is drawn from rng)
     # (tie-breaking and sampling uniforms are not privacy noise; the Laplace and
     # Gumbel draws are, and come from dpreg.mechanisms)
     tie = np.stack([g.random((d, m)) for g in rngs]) * TIE_BREAK
@@ -508,6 +530,7 @@ ENTRIES = [
         release_fn=_releases_published,
         fit_fn=_fit_published,
         needs_rows=True,
+        epsilon_free_step=True,
         hyperparameters={"m": "auto"},
         neighbouring="replace-one",
         style=Style("darkgoldenrod", "-", "s"),
@@ -521,6 +544,7 @@ ENTRIES = [
         release_fn=_releases_published,
         fit_fn=_fit_published,
         needs_rows=True,
+        epsilon_free_step=True,
         hyperparameters={"m": "n/d"},
         neighbouring="replace-one",
         style=Style("gold", ":", "s"),
@@ -534,6 +558,7 @@ ENTRIES = [
         release_fn=_releases_published,
         fit_fn=_fit_published,
         needs_rows=True,
+        epsilon_free_step=True,
         hyperparameters={"m": "n/4d"},
         neighbouring="replace-one",
         style=Style("peru", "-.", "s"),
@@ -547,6 +572,7 @@ ENTRIES = [
         release_fn=_releases_code,
         fit_fn=_fit_code,
         needs_rows=True,
+        epsilon_free_step=True,
         reproduction=True,
         hyperparameters={"m": "auto"},
         neighbouring="replace-one",

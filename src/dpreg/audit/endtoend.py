@@ -205,6 +205,11 @@ def _regression_draws(
             rho=rho,
             rows=rows if alg.needs_rows else None,
             capture=True,
+            # the sweep's path: an epsilon-free step (TukeyEM's partition) from a
+            # shared seed, a fresh one per batch so that every draw is independent
+            shared_seed=np.random.SeedSequence(int(rng.integers(2**63)))
+            if alg.epsilon_free_step
+            else None,
         )
         if res.released is None:
             raise DPRegError(f"{alg.name}: fit(capture=True) recorded no released values")
