@@ -22,8 +22,12 @@ Three timings, one JSON line each:
   (wall clock of the whole command, Snakemake start-up included).
 * ``engine``: the same trials through :func:`dpreg.sweep.sweep_dataset` in
   this process (no Snakemake, no files), for reference.
+* ``snakemake_floor``: ``python -m snakemake --cores 1`` on a one-rule
+  workflow whose only job is ``touch`` -- the least any Snakemake pipeline
+  can take on this machine, whatever its jobs do.
 
-``summary`` prints ``loop / pipeline`` (target >= 10) and ``loop / engine``.
+``summary`` prints ``loop / pipeline`` (target >= 10), ``loop / engine`` and
+``loop / snakemake_floor``, the largest ratio a Snakemake pipeline could reach.
 BLAS runs on one thread in the loop and the engine (set before numpy is
 imported); the pipeline's jobs are single-threaded as well.
 
@@ -198,6 +202,21 @@ def run_pipeline(cfg: dict, R: int, cores: int, workdir: Path) -> tuple[float, d
     return wall, {"cores": cores}
 
 
+def run_snakemake_floor(workdir: Path) -> float:
+    """Wall time of Snakemake running a one-rule workflow that only touches a file."""
+    (workdir / "Snakefile").write_text(
+        'rule all:\n    output: "done.txt"\n    shell: "touch {output}"\n'
+    )
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--quiet"]
+    env = {k: v for k, v in os.environ.items() if k != "SNAKEMAKE_PROFILE"}
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0 or not (workdir / "done.txt").exists():
+        raise SystemExit(f"the one-rule snakemake run failed:\n{proc.stderr[-2000:]}")
+    return wall
+
+
 def run_engine(cfg: dict, R: int, workdir: Path) -> tuple[float, int]:
     from dpreg.sweep import sweep_dataset
 
@@ -249,7 +268,15 @@ def main(argv=None) -> None:
         emit(bench="loop", seconds=round(t_loop, 3), **info)
         t_eng, n = run_engine(cfg, R, loop_dir)
         emit(bench="engine", seconds=round(t_eng, 3), trials=n)
-        rec = {"bench": "summary", "loop_over_engine": round(t_loop / t_eng, 1)}
+        floor_dir = Path(tmp) / "floor"
+        floor_dir.mkdir()
+        t_floor = run_snakemake_floor(floor_dir)
+        emit(bench="snakemake_floor", seconds=round(t_floor, 3))
+        rec = {
+            "bench": "summary",
+            "loop_over_engine": round(t_loop / t_eng, 1),
+            "loop_over_snakemake_floor": round(t_loop / t_floor, 2),
+        }
         if not args.skip_pipeline:
             pipe_dir = Path(tmp) / "pipeline"
             pipe_dir.mkdir()
