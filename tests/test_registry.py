@@ -250,3 +250,23 @@ def test_rows_outside_bounds_are_refused_before_any_release():
     X[7] *= 10.0
     with pytest.raises(DPRegError, match="row 7 has norm"):
         SuffStats.from_arrays(X, y, bound_x=1.0, bound_y=1.0)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if not ALGORITHMS[n].needs_rows])
+def test_fit_runs_equals_one_fit_per_run(name):
+    """Runs of private pre-processing (different statistics, same n): fit_runs, stacked
+    or not, gives bit for bit what a loop of size-1 fits drawing from one generator does."""
+    alg = ALGORITHMS[name]
+    runs = []
+    for seed in (11, 12, 13):
+        X, y = toy(n=500, d=3, seed=seed)
+        runs.append(SuffStats.from_arrays(X, y, bound_x=1.0, bound_y=1.0))
+    kw = dict(epsilon=0.7, delta=DELTA, rho=0.05, xtx_offset=1.0)
+    res = alg.fit_runs(runs, rng=np.random.default_rng(4) if alg.private else None, **kw)
+    g = np.random.default_rng(4)
+    one = [alg.fit(st, rng=g if alg.private else None, size=1, **kw) for st in runs]
+    np.testing.assert_array_equal(res.theta, np.concatenate([o.theta for o in one]))
+    np.testing.assert_array_equal(res.lam, np.concatenate([o.lam for o in one]))
+    np.testing.assert_array_equal(res.failed, np.concatenate([o.failed for o in one]))
+    if alg.stacks_runs:
+        assert SuffStats.stack(runs).lambda_min(1.0).shape == (3,)

@@ -62,6 +62,10 @@ class SuffStats:
 
     Build with :meth:`from_arrays`, which checks every row against the
     bounds; combine with ``+`` (chunks) and ``-`` (total minus test fold).
+    :meth:`stack` puts the statistics of several runs with the same ``n``,
+    ``d`` and bounds on a leading axis (``xtx`` of shape ``(R, d, d)``), for
+    fit functions that treat runs as repeats
+    (:attr:`dpreg.algorithms.Algorithm.stacks_runs`).
     """
 
     n: int
@@ -74,7 +78,26 @@ class SuffStats:
 
     @property
     def d(self) -> int:
-        return int(self.xty.shape[0])
+        return int(self.xty.shape[-1])
+
+    @classmethod
+    def stack(cls, runs: list[SuffStats] | tuple[SuffStats, ...]) -> SuffStats:
+        """The statistics of several runs on a leading axis (same ``n``, ``d`` and bounds)."""
+        if not runs:
+            raise DPRegError("cannot stack the statistics of zero runs")
+        first = runs[0]
+        for other in runs[1:]:
+            first._check_compatible(other)
+            if other.n != first.n:
+                raise DPRegError("cannot stack statistics of different numbers of rows")
+        return cls(
+            first.n,
+            np.stack([r.xtx for r in runs]),
+            np.stack([r.xty for r in runs]),
+            np.array([r.yty for r in runs], dtype=float),  # type: ignore[arg-type]
+            first.bound_x,
+            first.bound_y,
+        )
 
     @classmethod
     def from_arrays(
@@ -145,9 +168,10 @@ class SuffStats:
         return self._cache["eigh"]
 
     def lambda_min(self, offset: float = 0.0) -> float:
-        """Smallest eigenvalue of ``X^T X + offset I`` (cached)."""
+        """Smallest eigenvalue of ``X^T X + offset I`` (cached; one per run when stacked)."""
         if "eig" not in self._cache:
-            self._cache["eig"] = float(np.linalg.eigvalsh(self.xtx)[0])
+            w = np.linalg.eigvalsh(self.xtx)[..., 0]  # a stack: each matrix on its own
+            self._cache["eig"] = float(w) if w.ndim == 0 else w
         return self._cache["eig"] + float(offset)
 
 

@@ -291,6 +291,12 @@ class Algorithm:
     neighbouring : str
         ``"add/remove"`` or ``"replace-one"``: the relation the releases'
         sensitivities are computed under.
+    stacks_runs : bool
+        Whether ``fit_fn`` accepts statistics of several runs stacked on a
+        leading axis (:meth:`SuffStats.stack`) with ``size`` = number of runs,
+        giving what one ``size=1`` call per run, drawing from the same
+        generator in turn, gives -- bit for bit (checked for every entry in
+        ``tests/test_registry.py``).  :meth:`fit_runs` then makes one call.
     epsilon_free_step : bool
         Whether the fit has a random step that is not privacy noise and does
         not depend on epsilon (TukeyEM: partition and batch fits), drawn from
@@ -314,6 +320,7 @@ class Algorithm:
     hyperparameters: Mapping[str, Any] = field(default_factory=dict)
     tuned_nonprivately: tuple[str, ...] = ()
     neighbouring: str = "add/remove"
+    stacks_runs: bool = False
     epsilon_free_step: bool = False
     style: Style = Style("0.3")
     reference: str = ""
@@ -529,8 +536,10 @@ class Algorithm:
         Run ``r`` is one call of the fit function with ``size=1`` on
         ``runs[r]``, drawing from ``rng`` in turn; the releases are computed
         once from ``runs[0]`` (every run has the same ``n``, ``d`` and bounds).
-        Systems handed back unsolved are solved in one stacked call.  This is
-        the path the sweep and the end-to-end audit share.
+        Systems handed back unsolved are solved in one stacked call.  An entry
+        with :attr:`stacks_runs` does the same in one call on the stacked
+        statistics (the same draws in the same order).  This is the path the
+        sweep and the end-to-end audit share.
         """
         if not runs:
             raise DPRegError(f"{self.name}: fit_runs needs at least one run")
@@ -562,6 +571,9 @@ class Algorithm:
             capture=bool(capture),
             noise_kinds=self.noise_kinds,
         )
+        if self.stacks_runs:
+            stacked = SuffStats.stack(list(runs))
+            return _stack([self.fit_fn(stacked, rel, replace(opts, size=len(runs)))], capture)
         return _stack([self.fit_fn(st, rel, opts) for st in runs], capture)
 
 
