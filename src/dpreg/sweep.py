@@ -550,7 +550,8 @@ def _runs_block(
 
     :meth:`~dpreg.algorithms.Algorithm.fit_runs`: each run is one call of the
     entry's fit function with ``size=1`` on its statistics, drawing from
-    ``rng`` in turn, and the systems are solved in one stacked call.
+    ``rng`` in turn (one call on the stacked statistics for entries with
+    ``stacks_runs``), and the systems are solved in one stacked call.
     """
     train0 = fds[0].train
     run = _release_args(train0, delta=d_alg, rho=rho, params=params)
