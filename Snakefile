@@ -55,8 +55,7 @@ onerror:
 localrules:
     all,
     prepare_dataset,
-    aggregate_experiment,
-    plot_experiment,
+    summarise_experiment,
     write_claims,
     write_provenance,
 

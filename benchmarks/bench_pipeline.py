@@ -5,9 +5,8 @@ Copies the workflow (Snakefile, workflow/, config/, resources/, and
 ``python -m snakemake --cores N`` there, and time-stamps every line
 Snakemake prints as it arrives (its job start lines ``rule X:`` / ``jobid:``
 and ``Finished jobid: N (Rule: X)`` are written when the event happens).
-The rules have no ``benchmark:`` directives, so this is the source of
-per-job times; Snakemake's own log has one-second resolution and is only
-used as a cross-check.
+These are the per-job wall times; every rule also has a ``benchmark:``
+file, whose ``cpu_time`` column gives the CPU seconds per rule.
 
 Output, one JSON line each:
 
@@ -19,8 +18,8 @@ Output, one JSON line each:
   the wall time), ``idle`` (between jobs: nothing running, i.e. scheduling
   and job-launch gaps) and ``shutdown`` (last job to exit);
 * ``summary``: wall seconds, job count, cores, the phases grouped as
-  scheduling (startup + idle + shutdown), prepare, sweeps, aggregate,
-  plotting, provenance.
+  scheduling (startup + idle + shutdown), prepare, sweeps, summaries (one
+  job per experiment: its table and figure), claims, provenance.
 
 Run from the repository root::
 
@@ -50,8 +49,8 @@ FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\S+)\)")
 PHASES = {
     "prepare": ["prepare_dataset"],
     "sweeps": ["run_sweep"],
-    "aggregate": ["aggregate_experiment"],
-    "plotting": ["plot_experiment"],
+    "summaries": ["summarise_experiment"],
+    "claims": ["write_claims"],
     "provenance": ["write_provenance"],
 }
 
@@ -179,6 +178,7 @@ def main(argv=None) -> None:
         workdir = args.keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         copy_workflow(workdir, test=args.test)
+        load_before = os.getloadavg()[0]  # what else the machine ran when the run started
         wall, lines, rc = run(workdir, args)
         if rc != 0:
             tail = "\n".join(line for _, line in lines[-40:])
@@ -222,6 +222,7 @@ def main(argv=None) -> None:
         config=".test/config/config.yaml" if args.test else "config/config.yaml",
         cores=args.cores,
         wall_seconds=round(wall, 2),
+        load_average_1min_start=round(load_before, 2),
         load_average_1min=round(os.getloadavg()[0], 2),
         job_cpu_seconds=round(sum(cpu.values()), 2),
         jobs=len([j for j in jobs if j["rule"] != "all"]),

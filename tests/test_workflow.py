@@ -176,6 +176,49 @@ def test_tables_match_expected(tiny_runs):
                 assert got[col].tolist() == want[col].tolist(), f"{path.name}: column {col}"
 
 
+def started_jobs(run: Path) -> list[tuple[str, str]]:
+    """(rule, wildcards) of every job of a run, in the order Snakemake started them."""
+    log = max((run / ".snakemake" / "log").glob("*.snakemake.log"))
+    jobs: list[tuple[str, str]] = []
+    for line in log.read_text().splitlines():
+        m = re.match(r"^(?:local)?rule (\w+):$", line)
+        if m:
+            jobs.append((m.group(1), ""))
+        m = re.match(r"^\s+wildcards: (.*)$", line)
+        if m and jobs and not jobs[-1][1]:
+            jobs[-1] = (jobs[-1][0], m.group(1))
+    return jobs
+
+
+def test_one_core_runs_jobs_in_priority_order(tiny_runs):
+    """On one core the `priority:` directives alone fix the order (common.smk: PRIORITY).
+
+    Preparations, then the sweeps (row-based shards first, larger datasets
+    first), then write_claims, then one summary per experiment, then provenance.
+    """
+    jobs = started_jobs(tiny_runs["1"])
+    rules = [rule for rule, _ in jobs if rule != "all"]
+    config = tiny_config()
+    n_sweeps = len(list((tiny_runs["1"] / "results" / "trials").rglob("*.parquet")))
+    assert rules == (
+        ["prepare_dataset"] * len(config["datasets"])
+        + ["run_sweep"] * n_sweeps
+        + ["write_claims", *["summarise_experiment"] * len(config["experiments"])]
+        + ["write_provenance"]
+    ), rules
+    sweeps = [dict(kv.split("=") for kv in wc.split(", ")) for r, wc in jobs if r == "run_sweep"]
+    shards = [s["shard"] for s in sweeps]
+    assert "rows" in shards and shards == sorted(shards, key=lambda s: s == "stats"), shards
+    mirror = REPO / "resources" / "mirror"
+    for shard in set(shards):
+        sizes = [
+            (mirror / s["dataset"] / "data.csv").stat().st_size
+            for s in sweeps
+            if s["shard"] == shard
+        ]
+        assert sizes == sorted(sizes, reverse=True), (shard, sweeps)
+
+
 def test_second_run_has_nothing_to_do(tiny_runs):
     run = tiny_runs["2"]
     before = result_files(run)
@@ -278,7 +321,7 @@ def test_rules_list_one_line_docstrings(tmp_path):
     proc = snakemake(make_workdir(tmp_path), "--list-rules")
     lines = [ln for ln in proc.stdout.splitlines() if ln and not ln.startswith(" ")]
     rules = dict(re.findall(r"^(\w+) \((.+)\)$", proc.stdout, flags=re.M))
-    assert {"all", "prepare_dataset", "run_sweep", "aggregate_experiment"} <= set(rules), lines
+    assert {"all", "prepare_dataset", "run_sweep", "summarise_experiment"} <= set(rules), lines
     assert len(rules) == len(lines), lines
     assert all(len(doc) > 20 for doc in rules.values())
 
@@ -385,8 +428,9 @@ def test_dry_run_of_default_config_with_default_profile(tmp_path):
     # one sweep per (dataset, shard): "stats" plus each row-based algorithm or peer
     assert int(counts["run_sweep"]) == n_ds * len(expected_shards(config))
     assert int(counts["prepare_dataset"]) == n_ds
-    assert int(counts["aggregate_experiment"]) == n_exp
-    assert int(counts["plot_experiment"]) == n_exp
+    # one job per experiment writes its table and its figure
+    assert int(counts["summarise_experiment"]) == n_exp
+    assert "aggregate_experiment" not in counts and "plot_experiment" not in counts
     assert int(counts["write_provenance"]) == 1
 
 

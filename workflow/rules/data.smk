@@ -12,6 +12,8 @@ rule prepare_dataset:
         "logs/prepare_dataset/{dataset}.log",
     benchmark:
         "logs/benchmarks/prepare_dataset/{dataset}.tsv"
+    # first: every sweep waits for its dataset (common.smk: PRIORITY)
+    priority: PRIORITY["prepare_dataset"]
     conda:
         "../envs/dpreg.yaml"
     threads: 1

@@ -1,10 +1,11 @@
-# Summary table and figure of each experiment.
+# Summary table and figure of each experiment (one job each), and the claims.
 
 
-rule aggregate_experiment:
-    """Trials of one experiment -> its summary table results/tables/<experiment>.csv."""
+rule summarise_experiment:
+    """Trials of one experiment -> its summary table and figure (PNG and PDF)."""
     input:
         trials=experiment_trials,
+        metas=experiment_metas,
     output:
         table=report(
             "results/tables/{experiment}.csv",
@@ -12,10 +13,19 @@ rule aggregate_experiment:
             category="Tables",
             labels={"experiment": "{experiment}"},
         ),
+        png=report(
+            "results/figures/{experiment}.png",
+            caption="../report/figure.rst",
+            category="Figures",
+            labels={"experiment": "{experiment}"},
+        ),
+        pdf="results/figures/{experiment}.pdf",
     log:
-        "logs/aggregate_experiment/{experiment}.log",
+        "logs/summarise_experiment/{experiment}.log",
     benchmark:
-        "logs/benchmarks/aggregate_experiment/{experiment}.tsv"
+        "logs/benchmarks/summarise_experiment/{experiment}.tsv"
+    # after every ready sweep and the claims (common.smk: PRIORITY)
+    priority: PRIORITY["summarise_experiment"]
     conda:
         "../envs/dpreg.yaml"
     threads: 1
@@ -26,37 +36,9 @@ rule aggregate_experiment:
         experiment="{experiment}",
         select=trial_selection,
         bootstrap=bootstrap_params,
-    script:
-        "../scripts/aggregate_experiment.py"
-
-
-rule plot_experiment:
-    """Summary table of one experiment -> its figure (PNG and PDF)."""
-    input:
-        table="results/tables/{experiment}.csv",
-        metas=experiment_metas,
-    output:
-        png=report(
-            "results/figures/{experiment}.png",
-            caption="../report/figure.rst",
-            category="Figures",
-            labels={"experiment": "{experiment}"},
-        ),
-        pdf="results/figures/{experiment}.pdf",
-    log:
-        "logs/plot_experiment/{experiment}.log",
-    benchmark:
-        "logs/benchmarks/plot_experiment/{experiment}.tsv"
-    conda:
-        "../envs/dpreg.yaml"
-    threads: 1
-    resources:
-        mem_mb=2048,
-        runtime=10,
-    params:
         plot=plot_kwargs,
     script:
-        "../scripts/plot_experiment.py"
+        "../scripts/summarise_experiment.py"
 
 
 rule write_claims:
@@ -73,6 +55,8 @@ rule write_claims:
         f"logs/write_claims{_run_suffix()}.log",
     benchmark:
         f"logs/benchmarks/write_claims{_run_suffix()}.tsv"
+    # before the summaries: the longest summary-phase job must not run alone at the end
+    priority: PRIORITY["write_claims"]
     conda:
         "../envs/dpreg.yaml"
     threads: 1

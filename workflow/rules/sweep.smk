@@ -18,6 +18,8 @@ rule run_sweep:
         "logs/run_sweep/{dataset}/{shard}.log",
     benchmark:
         "logs/benchmarks/run_sweep/{dataset}/{shard}.tsv"
+    # before every summary; row-based shards and large datasets first (common.smk)
+    priority: sweep_priority
     conda:
         "../envs/dpreg.yaml"
     # one thread: linear algebra is d x d per trial, and a single BLAS thread
