@@ -69,6 +69,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -83,6 +84,7 @@ __all__ = [
     "DEFAULT_RESAMPLES",
     "STATISTICS",
     "DesignBootstrap",
+    "PairedDesigns",
     "bootstrap_intervals",
     "check_level",
     "check_resamples",
@@ -200,30 +202,30 @@ class DesignBootstrap:
         ``(B, K R)`` replicate counts from :func:`resample_counts`.
     """
 
-    def __init__(self, trials: pd.DataFrame, *, seed: int, resamples: int):
+    def __init__(
+        self,
+        trials: pd.DataFrame,
+        *,
+        seed: int,
+        resamples: int,
+        median_cache: dict[tuple, tuple[float, np.ndarray]] | None = None,
+    ):
         missing = [c for c in BOOTSTRAP_TRIAL_COLUMNS if c not in trials.columns]
         if missing:
             raise DPRegError(f"trial table lacks column(s) {', '.join(missing)} for the bootstrap")
-        names = trials["dataset"].astype(str).unique()
+        names = sorted({str(u) for u in pd.factorize(trials["dataset"])[1]})
         if len(names) != 1:
             raise DPRegError(f"DesignBootstrap takes one dataset, got {sorted(names)}")
         self.dataset = str(names[0])
-        frame = trials[BOOTSTRAP_TRIAL_COLUMNS].copy()
-        for col in ("dataset", "variant", "algorithm"):
-            frame[col] = frame[col].astype(str)
-        frame["epsilon"] = frame["epsilon"].astype(float)
-        mse = frame["mse"].to_numpy(dtype=float)
-        bad = frame["failed"].to_numpy(dtype=bool) | ~np.isfinite(mse)
-        fold_ids, fold_idx = np.unique(frame["fold"].to_numpy(), return_inverse=True)
-        rep_ids, rep_idx = np.unique(frame["repeat"].to_numpy(), return_inverse=True)
+        mse = trials["mse"].to_numpy(dtype=float)
+        bad = trials["failed"].to_numpy(dtype=bool) | ~np.isfinite(mse)
+        fold_ids, fold_idx = _unique_inverse(trials["fold"].to_numpy())
+        rep_ids, rep_idx = _unique_inverse(trials["repeat"].to_numpy())
         K, R = len(fold_ids), len(rep_ids)
-        cell_idx = frame.groupby(GROUP_KEYS, sort=True).ngroup().to_numpy()
-        self.cells = (
-            frame[GROUP_KEYS].drop_duplicates().sort_values(GROUP_KEYS, kind="mergesort")
-        ).reset_index(drop=True)
+        cell_idx, self.cells = _cell_codes(trials)
         G = len(self.cells)
         slot = fold_idx * R + rep_idx
-        if len(np.unique(cell_idx * (K * R) + slot)) != len(frame):
+        if len(trials) and np.bincount(cell_idx * (K * R) + slot).max() > 1:
             raise DPRegError(
                 f"dataset {self.dataset!r}: a (variant, algorithm, epsilon, fold, repeat) "
                 "occurs more than once in the trials"
@@ -236,6 +238,9 @@ class DesignBootstrap:
         self._design = (K, R, self.resamples, int(seed), self.dataset)
         self.counts = _design_counts(*self._design)
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # medians are computed per cell, on demand (paired ratios need few cells); a cache
+        # shared between designs of the same dataset reuses a cell's replicate medians
+        self._median_cache = {} if median_cache is None else median_cache
         # the cell keys as numpy arrays once (index_of is called per claim and epsilon)
         self._keys = tuple(
             self.cells[c].to_numpy(dtype=object if c != "epsilon" else float)
@@ -256,24 +261,115 @@ class DesignBootstrap:
         """(point estimates ``(G,)``, replicates ``(B, G)``) of ``mean`` or ``median``."""
         if name not in STATISTICS:
             raise DPRegError(f"unknown statistic {name!r}; known: {', '.join(STATISTICS)}")
+        if name == "median":
+            return self.cell_statistic(name, np.arange(len(self.cells)))
         if name not in self._cache:
             ok = np.isfinite(self.values)
-            if name == "mean":
-                est = _masked_mean(self.values, ok)
-                num = self.counts @ np.where(ok, self.values, 0.0).T
-                den = self.counts @ ok.T.astype(np.float64)
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    reps = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
-            else:
-                est = np.array(
-                    [
-                        np.median(v[o]) if o.any() else np.nan
-                        for v, o in zip(self.values, ok, strict=True)
-                    ]
-                )
-                reps = _replicate_medians(self.values, ok, *_median_layouts(*self._design))
+            est = _masked_mean(self.values, ok)
+            num = self.counts @ np.where(ok, self.values, 0.0).T
+            den = self.counts @ ok.T.astype(np.float64)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                reps = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
             self._cache[name] = (est, reps)
         return self._cache[name]
+
+    def cell_statistic(
+        self, name: str, rows: Sequence[int] | np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(point estimates, replicates ``(B, len(rows))``) of some cells only.
+
+        Equal to the columns ``rows`` of :meth:`statistic`; the median of a
+        cell is computed the first time it is asked for (and kept in the
+        design's median cache, keyed by the design and the cell's trial
+        values), the mean of every cell at once.
+        """
+        index = np.asarray(rows, dtype=np.intp)
+        if name != "median":
+            est, reps = self.statistic(name)
+            return est[index], reps[:, index]
+        keys = [(*self._design, self.values[g].tobytes()) for g in index]
+        todo = list(
+            dict.fromkeys(
+                int(g) for g, key in zip(index, keys, strict=True) if key not in self._median_cache
+            )
+        )
+        if todo:
+            values = self.values[todo]
+            ok = np.isfinite(values)
+            medians = _replicate_medians(values, ok, *_median_layouts(*self._design))
+            for j, g in enumerate(todo):
+                v = values[j][ok[j]]
+                point = float(np.median(v)) if len(v) else np.nan
+                key = (*self._design, self.values[g].tobytes())
+                self._median_cache[key] = (point, medians[:, j])
+        found = [self._median_cache[key] for key in keys]
+        points = np.array([e for e, _ in found], dtype=float)
+        if not found:
+            return points, np.empty((self.resamples, 0))
+        return points, np.stack([r for _, r in found], axis=1)
+
+
+def _unique_inverse(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``numpy.unique(x, return_inverse=True)`` of a 1-D integer array.
+
+    Small non-negative integers (fold, repeat and cell codes) are counted
+    with :func:`numpy.bincount` instead of sorted; the result is the same.
+    """
+    x = np.asarray(x)
+    if x.ndim == 1 and len(x) and x.dtype.kind in "iu" and x.min() >= 0:
+        top = int(x.max())
+        if top < 4 * len(x) + 1024:
+            ids = np.flatnonzero(np.bincount(x, minlength=top + 1))
+            lookup = np.zeros(top + 1, dtype=np.intp)
+            lookup[ids] = np.arange(len(ids))
+            return ids.astype(x.dtype), lookup[x]
+    ids, inverse = np.unique(x, return_inverse=True)
+    return ids, inverse.reshape(-1)
+
+
+def _sorted_codes(column: pd.Series, *, numeric: bool = False) -> tuple[np.ndarray, list[Any]]:
+    """Codes of a key column in the sorted order of its values (as str, or as float).
+
+    The column is factorised as it is (categorical columns by their codes,
+    without converting every row to a string) and the distinct values are
+    sorted as Python sorts them, which for strings is the code-point order
+    pandas sorts string group keys in.
+    """
+    codes, uniques = pd.factorize(column)
+    if (codes < 0).any():
+        raise DPRegError(f"trial column {column.name!r} has missing values")
+    keys: list[Any] = [float(u) for u in uniques] if numeric else [str(u) for u in uniques]
+    distinct = sorted(set(keys))
+    rank = {k: i for i, k in enumerate(distinct)}
+    return np.array([rank[k] for k in keys], dtype=np.int64)[codes], distinct
+
+
+def _cell_codes(trials: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
+    """Cell of each trial and the cells (one row per (dataset, variant, algorithm,
+    epsilon), sorted by the keys as ``groupby(sort=True)`` orders them).
+
+    Each key is coded in sorted order and the codes are combined into one
+    integer per trial, so the cells and their order come from one
+    :func:`numpy.unique` instead of a multi-key group-by.
+    """
+    combined = np.zeros(len(trials), dtype=np.int64)
+    uniques = []
+    for col in GROUP_KEYS:
+        code, unique = _sorted_codes(trials[col], numeric=col == "epsilon")
+        combined = combined * len(unique) + code
+        uniques.append(unique)
+    cell_keys, cell_idx = _unique_inverse(combined)
+    columns = {}
+    for col, unique in zip(reversed(GROUP_KEYS), reversed(uniques), strict=True):
+        columns[col] = [unique[i] for i in cell_keys % len(unique)]
+        cell_keys = cell_keys // len(unique)
+    cells = pd.DataFrame(
+        {
+            col: pd.Series(columns[col], dtype=float if col == "epsilon" else str)
+            for col in GROUP_KEYS
+        }
+    )
+    return cell_idx.reshape(-1), cells
 
 
 def _masked_mean(values: np.ndarray, ok: np.ndarray) -> np.ndarray:
@@ -326,18 +422,22 @@ def _replicate_medians(
     from one matrix product (counts times a 0/1 block-membership matrix, exact
     in float32 because every sum is an integer below 2**24).  The block
     holding the middle is found from the running block totals, and only that
-    block's counts are gathered and summed, so the result equals the full
-    scan exactly.
+    block's counts are gathered, laid out position-major (one row per
+    position of the block, one column per replicate) and summed row by row,
+    so the running counts of all replicates advance together; the middle's
+    position in the block is the number of running counts not above the
+    rank sought.  The result equals the full scan exactly.
     """
     B, N = dense.shape
     G = values.shape[0]
     out = np.full((B, G), np.nan)
     if G == 0:
         return out
-    s = _MEDIAN_BLOCK
+    s = min(_MEDIAN_BLOCK, N)
     P = -(-N // s)
     order_all = np.argsort(np.where(ok, values, np.inf), axis=1, kind="stable")
     n_ok = ok.sum(axis=1)
+    replicates = np.arange(B)
     for g0 in range(0, G, _MEDIAN_CHUNK):
         chunk = range(g0, min(G, g0 + _MEDIAN_CHUNK))
         member = np.zeros((N, len(chunk) * P), dtype=np.float32)
@@ -357,37 +457,52 @@ def _replicate_medians(
             blocks = slots.reshape(P, s)
             sorted_vals = values[g, slots[:n]]
             lower, upper = (total - 1) // 2, total // 2
-            lo, window, before, blk = _middle_rank(flat, row_start, upto, blocks, lower, s)
-            # the upper middle unit lies in the same block unless that block ends at or
-            # below it; only those replicates are searched again
-            same = window[:, -1] > (upper - before).astype(window.dtype)
-            hi = blk * s + (window > (upper - before).astype(window.dtype)[:, None]).argmax(axis=1)
-            again = np.flatnonzero(~same)
+            blk = (upto > lower[:, None]).argmax(axis=1)  # 0 for an empty replicate
+            before = np.where(blk > 0, upto[replicates, np.maximum(blk - 1, 0)], 0)
+            running_in = _block_running_counts(flat, row_start, blocks, blk)
+            lo_in, hi_in = _counts_at_most(running_in, lower - before, upper - before)
+            lo, hi = blk * s + lo_in, blk * s + hi_in
+            # the upper middle lies in the same block unless that block ends at or below
+            # it; only those replicates are searched again
+            again = np.flatnonzero(running_in[-1] <= upper - before)
             if len(again):
-                hi[again] = _middle_rank(
-                    flat, row_start[again], upto[again], blocks, upper[again], s
+                up = upto[again]
+                k = upper[again]
+                blk2 = (up > k[:, None]).argmax(axis=1)
+                before2 = np.where(blk2 > 0, up[np.arange(len(again)), np.maximum(blk2 - 1, 0)], 0)
+                inside = _counts_at_most(
+                    _block_running_counts(flat, row_start[again], blocks, blk2), k - before2
                 )[0]
+                hi[again] = blk2 * s + inside
             lo, hi = np.minimum(lo, n - 1), np.minimum(hi, n - 1)
             middle = 0.5 * (sorted_vals[lo] + sorted_vals[hi])
             out[:, g] = np.where(total > 0, middle, np.nan)
     return out
 
 
-def _middle_rank(flat, row_start, upto, blocks, k, s):
-    """First sorted position whose running count exceeds ``k``, per replicate.
+def _block_running_counts(flat, row_start, blocks, blk):
+    """Running counts inside each replicate's block, ``(s, replicates)``.
 
-    ``upto`` holds the running count at the end of every block, so the block
-    is the first one whose running count exceeds ``k``; within it the counts
-    of its ``s`` positions are gathered (``flat`` at ``row_start`` + slot) and
-    summed.  Returns the position, the block's running counts, the count
-    before the block and the block index.
+    Row j is the count of the block's first j + 1 positions (``flat`` at
+    ``row_start`` + slot, gathered replicate-major for locality, then
+    transposed so that each running sum is one vectorised row addition).
     """
-    blk = (upto > k[:, None]).argmax(axis=1)  # 0 when none exceeds k (an empty replicate)
-    before = np.where(blk > 0, upto[np.arange(len(blk)), np.maximum(blk - 1, 0)], 0)
-    window = np.take(flat, blocks[blk] + row_start[:, None])
-    np.cumsum(window, axis=1, out=window)
-    inside = (window > (k - before).astype(window.dtype)[:, None]).argmax(axis=1)
-    return blk * s + inside, window, before, blk
+    window = np.take(flat, blocks[blk] + row_start[:, None]).T.copy()
+    for j in range(1, window.shape[0]):
+        np.add(window[j], window[j - 1], out=window[j])
+    return window
+
+
+def _counts_at_most(running: np.ndarray, *thresholds: np.ndarray) -> list[np.ndarray]:
+    """Per replicate (column), the number of running counts <= each threshold.
+
+    The running counts are non-decreasing down a column, so this is the first
+    position whose running count exceeds the threshold (when one does).
+    """
+    return [
+        (running <= t.astype(running.dtype)).view(np.int8).sum(axis=0, dtype=np.int32)
+        for t in thresholds
+    ]
 
 
 def expanded_alpha(level: float, clusters: int) -> float:
@@ -537,45 +652,119 @@ def paired_ratios(
         ratios.  Both cells are restricted to the repeats they share, and
         every replicate resamples the same (fold, repeat) pairs of both.
     """
-    cols = ["epsilon", "a_value", "b_value", "ratio", "ratio_lo", "ratio_hi"]
-    var = trials["variant"].astype(str)
-    alg = trials["algorithm"].astype(str)
-    in_a = (var == a[0]) & (alg == a[1])
-    in_b = (var == b[0]) & (alg == b[1])
-    if not in_a.any() or not in_b.any():
-        return pd.DataFrame(columns=cols)
-    shared = int(min(trials.loc[in_a, "repeat"].max(), trials.loc[in_b, "repeat"].max()) + 1)
-    if cache is not None and shared in cache:
-        boot = cache[shared]
-    else:
-        cells = in_a | in_b
-        for v, al in also or ():
-            cells |= (var == v) & (alg == al)
-        boot = DesignBootstrap(
-            trials.loc[cells & (trials["repeat"] < shared)], seed=seed, resamples=resamples
-        )
-        if cache is not None:
-            cache[shared] = boot
-    est, reps = boot.statistic(statistic)
-    rows = []
-    for eps in epsilons:
-        ia = boot.index_of(a[0], a[1], eps)
-        ib = boot.index_of(b[0], b[1], eps)
-        if ia is None or ib is None:
-            continue
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ratio_reps = reps[:, ia] / reps[:, ib]
-            ratio = est[ia] / est[ib]
-        ratio_reps = np.where(np.isfinite(ratio_reps), ratio_reps, np.nan)
-        lo, hi = _percentile_interval(ratio_reps[:, None], level, boot.folds)
-        rows.append(
-            {
-                "epsilon": float(eps),
-                "a_value": float(est[ia]),
-                "b_value": float(est[ib]),
-                "ratio": float(ratio) if np.isfinite(ratio) else math.nan,
-                "ratio_lo": float(lo[0]),
-                "ratio_hi": float(hi[0]),
-            }
-        )
-    return pd.DataFrame(rows, columns=cols)
+    pairs = PairedDesigns(trials, [a, b, *(also or ())], seed=seed, resamples=resamples)
+    if cache is not None:
+        pairs.designs = cache
+    return pairs.ratios(a, b, epsilons, statistic=statistic, level=level)
+
+
+_RATIO_COLUMNS = ["epsilon", "a_value", "b_value", "ratio", "ratio_lo", "ratio_hi"]
+
+
+class PairedDesigns:
+    """The designs of one dataset's trials from which paired ratios are bootstrapped.
+
+    Parameters
+    ----------
+    trials : pandas.DataFrame
+        Trials of ONE dataset.
+    cells : sequence of (variant, algorithm)
+        Every cell a comparison may name; a design built for a comparison
+        holds all of them (restricted to the compared cells' shared repeats),
+        so later comparisons with the same shared repeat count reuse it.
+    seed, resamples
+        As for :func:`bootstrap_intervals`.
+    median_cache : dict, optional
+        Shared by the designs (see :class:`DesignBootstrap`); may be shared
+        with the designs of other trial tables of the same dataset.
+
+    Notes
+    -----
+    The trials of each cell are located once (one pass over the variant and
+    algorithm columns), not once per comparison.
+    """
+
+    def __init__(
+        self,
+        trials: pd.DataFrame,
+        cells: Sequence[tuple[str, str]],
+        *,
+        seed: int,
+        resamples: int,
+        median_cache: dict[tuple, tuple[float, np.ndarray]] | None = None,
+    ):
+        self.trials = trials
+        self.seed, self.resamples = seed, resamples
+        self.median_cache = {} if median_cache is None else median_cache
+        self.designs: dict[int, DesignBootstrap] = {}
+        var, var_names = _sorted_codes(trials["variant"])
+        alg, alg_names = _sorted_codes(trials["algorithm"])
+        var_code = {v: i for i, v in enumerate(var_names)}
+        alg_code = {a: i for i, a in enumerate(alg_names)}
+        self._repeat = trials["repeat"].to_numpy()
+        self._rows = {}
+        for cell in dict.fromkeys((str(v), str(al)) for v, al in cells):
+            self._rows[cell] = (var == var_code.get(cell[0], -2)) & (
+                alg == alg_code.get(cell[1], -2)
+            )
+        self._any = np.zeros(len(trials), dtype=bool)
+        for rows in self._rows.values():
+            self._any |= rows
+
+    def design(self, a: tuple[str, str], b: tuple[str, str]) -> DesignBootstrap | None:
+        """The design comparing a and b (None when either has no trial)."""
+        in_a, in_b = self._rows[a], self._rows[b]
+        if not in_a.any() or not in_b.any():
+            return None
+        shared = int(min(self._repeat[in_a].max(), self._repeat[in_b].max()) + 1)
+        if shared not in self.designs:
+            self.designs[shared] = DesignBootstrap(
+                self.trials.loc[self._any & (self._repeat < shared)],
+                seed=self.seed,
+                resamples=self.resamples,
+                median_cache=self.median_cache,
+            )
+        return self.designs[shared]
+
+    def ratios(
+        self,
+        a: tuple[str, str],
+        b: tuple[str, str],
+        epsilons: Sequence[float],
+        *,
+        statistic: str,
+        level: float = DEFAULT_LEVEL,
+    ) -> pd.DataFrame:
+        """The table of :func:`paired_ratios` for cells a and b."""
+        a, b = (str(a[0]), str(a[1])), (str(b[0]), str(b[1]))
+        boot = self.design(a, b)
+        if boot is None:
+            return pd.DataFrame(columns=_RATIO_COLUMNS)
+        if statistic not in STATISTICS:
+            raise DPRegError(f"unknown statistic {statistic!r}; known: {', '.join(STATISTICS)}")
+        pairs = [
+            (float(eps), ia, ib)
+            for eps in epsilons
+            if (ia := boot.index_of(a[0], a[1], eps)) is not None
+            and (ib := boot.index_of(b[0], b[1], eps)) is not None
+        ]
+        est, reps = boot.cell_statistic(statistic, [i for _, ia, ib in pairs for i in (ia, ib)])
+        rows = []
+        for j, (eps, _, _) in enumerate(pairs):
+            ea, eb = est[2 * j], est[2 * j + 1]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ratio_reps = reps[:, 2 * j] / reps[:, 2 * j + 1]
+                ratio = ea / eb
+            ratio_reps = np.where(np.isfinite(ratio_reps), ratio_reps, np.nan)
+            lo, hi = _percentile_interval(ratio_reps[:, None], level, boot.folds)
+            rows.append(
+                {
+                    "epsilon": eps,
+                    "a_value": float(ea),
+                    "b_value": float(eb),
+                    "ratio": float(ratio) if np.isfinite(ratio) else math.nan,
+                    "ratio_lo": float(lo[0]),
+                    "ratio_hi": float(hi[0]),
+                }
+            )
+        return pd.DataFrame(rows, columns=_RATIO_COLUMNS)

@@ -39,6 +39,7 @@ from dpreg.bootstrap import (
     DEFAULT_RESAMPLES,
     STATISTICS,
     DesignBootstrap,
+    PairedDesigns,
     bootstrap_intervals,
     check_level,
     check_resamples,
@@ -53,6 +54,7 @@ from dpreg.tables import (
     empty_frame,
     read_claims,
     read_trials,
+    select_trials,
     write_claims,
     write_text_atomic,
 )
@@ -330,29 +332,27 @@ def claim_points(
     seed: int,
     level: float = DEFAULT_LEVEL,
     resamples: int = DEFAULT_RESAMPLES,
+    median_cache: dict[tuple, tuple[float, np.ndarray]] | None = None,
 ) -> pd.DataFrame:
-    """Point rows of ``claims.csv`` for the claims on one dataset's trials."""
+    """Point rows of ``claims.csv`` for the claims on one dataset's trials.
+
+    ``median_cache`` (see :class:`dpreg.bootstrap.DesignBootstrap`) may be
+    shared by the calls of one evaluation: a cell that several experiments
+    compare then has its replicate medians computed once.
+    """
     rows = []
     dataset = str(trials["dataset"].iloc[0])
     eps_all = sorted(set(trials["epsilon"].astype(float)))
     cells = sorted({side for c in claims for side in (c.a, c.b)})
-    cache: dict[int, DesignBootstrap] = {}  # every cell resampled and sorted once
+    # every cell located once, and resampled and sorted once per shared repeat count
+    designs = PairedDesigns(
+        trials, cells, seed=seed, resamples=resamples, median_cache=median_cache
+    )
     for c in claims:
         if c.datasets is not None and dataset not in c.datasets:
             continue
         eps = [e for e in eps_all if c.eps_range[0] <= e <= c.eps_range[1]]
-        ratios = paired_ratios(
-            trials,
-            c.a,
-            c.b,
-            eps,
-            statistic=c.statistic,
-            seed=seed,
-            level=level,
-            resamples=resamples,
-            cache=cache,
-            also=cells,
-        )
+        ratios = designs.ratios(c.a, c.b, eps, statistic=c.statistic, level=level)
         verdicts = point_verdicts(
             ratios["ratio_lo"].to_numpy(float),
             ratios["ratio_hi"].to_numpy(float),
@@ -473,18 +473,28 @@ def evaluate_claims(
     (:func:`point_verdicts`) are written down in config/README.md.
     """
     seed, level, resamples = bootstrap_settings(config)
+    parsed = {exp_id: parse_claims(exp_id, exp) for exp_id, exp in config["experiments"].items()}
+    parsed = {exp_id: claims for exp_id, claims in parsed.items() if claims}
+    files = _SharedTrialFiles(trial_files, parsed)
+    median_cache: dict[tuple, tuple[float, np.ndarray]] = {}  # shared by every experiment
     all_claims: list[Claim] = []
     points = []
-    for exp_id, exp in config["experiments"].items():
-        claims = parse_claims(exp_id, exp)
-        if not claims:
-            continue
+    for exp_id, claims in parsed.items():
         all_claims.extend(claims)
-        chosen = exp.get("datasets", "all")
-        for part in _dataset_parts(exp_id, claims, trial_files, trials, select):
+        chosen = config["experiments"][exp_id].get("datasets", "all")
+        for part in _dataset_parts(exp_id, claims, files, trials, select):
             if chosen != "all" and str(part["dataset"].iloc[0]) not in chosen:
                 continue  # shared trial files may hold datasets the experiment does not use
-            points.append(claim_points(claims, part, seed=seed, level=level, resamples=resamples))
+            points.append(
+                claim_points(
+                    claims,
+                    part,
+                    seed=seed,
+                    level=level,
+                    resamples=resamples,
+                    median_cache=median_cache,
+                )
+            )
     pts = (
         pd.concat([p for p in points if len(p)], ignore_index=True)
         if any(len(p) for p in points)
@@ -493,27 +503,88 @@ def evaluate_claims(
     return finish_claims(all_claims, pts, level=level, resamples=resamples)
 
 
-def _dataset_parts(exp_id, claims, trial_files, trials, select):
-    """Trials of the cells an experiment's claims compare, one dataset at a time."""
+def _claim_cells(claims: Sequence[Claim]) -> tuple[list[str], list[str]]:
+    """(variants, algorithms) the claims compare, sorted."""
     variants = sorted({v for c in claims for v in (c.a[0], c.b[0])})
     algorithms = sorted({a for c in claims for a in (c.a[1], c.b[1])})
+    return variants, algorithms
+
+
+class _SharedTrialFiles:
+    """Trial files read once per evaluation, for every experiment that uses them.
+
+    Each file is read the first time an experiment asks for it, with the
+    variants and algorithms of every experiment's claims; an experiment's
+    rows are then selected in memory, as :func:`dpreg.tables.read_trials`
+    would have selected them from the file.
+    """
+
+    def __init__(
+        self,
+        trial_files: Mapping[str, Sequence[str | Path]] | None,
+        claims: Mapping[str, Sequence[Claim]],
+    ):
+        self.files = dict(trial_files or {})
+        wanted = [_claim_cells(c) for e, c in claims.items() if e in self.files]
+        self.variants = sorted({v for vs, _ in wanted for v in vs})
+        self.algorithms = sorted({a for _, als in wanted for a in als})
+        self._frames: dict[str, pd.DataFrame] = {}
+
+    def __contains__(self, exp_id: str) -> bool:
+        return exp_id in self.files
+
+    def read(self, exp_id: str, variants, algorithms, repeats) -> pd.DataFrame:
+        parts = []
+        for path in self.files[exp_id]:
+            key = str(path)
+            if key not in self._frames:
+                self._frames[key] = self._read(path)
+            parts.append(
+                select_trials(
+                    self._frames[key], variants=variants, algorithms=algorithms, repeats=repeats
+                )
+            )
+        if not parts:
+            raise DPRegError("no trial files given")
+        return pd.concat(parts, ignore_index=True)
+
+    def _read(self, path: str | Path) -> pd.DataFrame:
+        frame = read_trials(
+            [path],
+            variants=self.variants,
+            algorithms=self.algorithms,
+            columns=BOOTSTRAP_TRIAL_COLUMNS,
+        )
+        # the names as categoricals with the same categories in every file (so they stay
+        # categorical when files are concatenated): selections and groupings then work on
+        # integer codes instead of strings
+        for col, names in (("variant", self.variants), ("algorithm", self.algorithms)):
+            frame[col] = pd.Categorical(frame[col], categories=names)
+        return frame
+
+
+def _dataset_parts(exp_id, claims, files, trials, select):
+    """Trials of the cells an experiment's claims compare, one dataset at a time."""
+    variants, algorithms = _claim_cells(claims)
     if trials is not None and exp_id in trials:
         frame = trials[exp_id]
         frame = frame[
             frame["variant"].astype(str).isin(variants)
             & frame["algorithm"].astype(str).isin(algorithms)
         ]
-    elif trial_files is not None and exp_id in trial_files:
-        frame = read_trials(
-            trial_files[exp_id],
-            variants=variants,
-            algorithms=algorithms,
-            repeats=(select or {}).get(exp_id, {}).get("repeats"),
-            columns=BOOTSTRAP_TRIAL_COLUMNS,
+    elif exp_id in files:
+        frame = files.read(
+            exp_id, variants, algorithms, (select or {}).get(exp_id, {}).get("repeats")
         )
     else:
         raise DPRegError(f"experiment {exp_id!r} states claims but no trials were given for it")
-    for _, part in frame.groupby(frame["dataset"].astype(str), sort=True):
+    codes, names = pd.factorize(frame["dataset"])
+    for i in sorted(range(len(names)), key=lambda i: str(names[i])):
+        part = frame.loc[codes == i]
+        # one dataset per part: its name as a one-category categorical (cheap to group by)
+        part = part.assign(
+            dataset=pd.Categorical.from_codes(np.zeros(len(part), int), [str(names[i])])
+        )
         yield part
 
 

@@ -53,6 +53,7 @@ __all__ = [
     "read_claims",
     "read_table",
     "read_trials",
+    "select_trials",
     "trial_file_columns",
     "write_bytes_atomic",
     "write_claims",
@@ -325,49 +326,127 @@ def _read_one_trials(
     repeats: int | Mapping[str, int] | None,
 ) -> pd.DataFrame:
     if str(path).endswith(".parquet"):
-        import pyarrow.parquet as pq
+        return _read_parquet_trials(path, columns, variants, algorithms, repeats)
+    return select_trials(
+        _read_csv(path, columns), variants=variants, algorithms=algorithms, repeats=repeats
+    )
 
-        filters: list[tuple[str, str, Any]] = []
-        if variants is not None:
-            filters.append(("variant", "in", list(variants)))
-        if algorithms is not None:
-            filters.append(("algorithm", "in", list(algorithms)))
-        if repeats is not None and not isinstance(repeats, Mapping):
-            filters.append(("repeat", "<", int(repeats)))
-        names = pq.read_schema(path).names
-        wanted = names if columns is None else list(columns)
-        # string columns stay dictionary-encoded while reading (one string per distinct
-        # value instead of one per row) and become plain strings below
-        frame = pq.read_table(
-            path,
-            columns=list(columns) if columns is not None else None,
-            filters=filters or None,
-            read_dictionary=[c for c in wanted if c in _STRING_COLUMNS and c in names],
-        ).to_pandas()
-        for col in frame.columns:
-            if isinstance(frame[col].dtype, pd.CategoricalDtype) or col in _STRING_COLUMNS:
-                frame[col] = frame[col].astype(str)
-        variants = algorithms = None  # already filtered
-        if not isinstance(repeats, Mapping):
-            repeats = None
-    else:
-        frame = _read_csv(path, columns)
+
+def _name_codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """(code of each row, distinct names as str); code -1 for a missing value."""
+    codes, uniques = pd.factorize(column)
+    return codes, [str(u) for u in uniques]
+
+
+def select_trials(
+    frame: pd.DataFrame,
+    *,
+    variants: Sequence[str] | None = None,
+    algorithms: Sequence[str] | None = None,
+    repeats: int | Mapping[str, int] | None = None,
+) -> pd.DataFrame:
+    """The rows of a trial table that :func:`read_trials` keeps for a selection.
+
+    Returns ``frame`` itself when every row is kept, else the kept rows (in
+    their order) with a fresh index.
+    """
     keep = np.ones(len(frame), dtype=bool)
+    # each test is made once per distinct name (factorised), not once per row
     if variants is not None:
-        keep &= frame["variant"].isin(list(variants)).to_numpy()
-    if algorithms is not None:
-        keep &= frame["algorithm"].isin(list(algorithms)).to_numpy()
-    if isinstance(repeats, Mapping):
-        limit = (
-            frame["algorithm"]
-            .astype(str)
-            .map({str(a): float(r) for a, r in repeats.items()})
-            .to_numpy(dtype=float, na_value=np.inf)  # algorithms not named keep every repeat
-        )
-        keep &= frame["repeat"].to_numpy() < limit
-    elif repeats is not None:
+        codes, names = _name_codes(frame["variant"])
+        keep &= np.append(np.isin(names, [str(v) for v in variants]), False)[codes]
+    if algorithms is not None or isinstance(repeats, Mapping):
+        codes, names = _name_codes(frame["algorithm"])
+        if algorithms is not None:
+            keep &= np.append(np.isin(names, [str(a) for a in algorithms]), False)[codes]
+        if isinstance(repeats, Mapping):
+            given = {str(a): float(r) for a, r in repeats.items()}
+            # algorithms not named keep every repeat
+            limit = np.array([given.get(a, np.inf) for a in names] + [np.inf])
+            keep &= frame["repeat"].to_numpy() < limit[codes]
+    if repeats is not None and not isinstance(repeats, Mapping):
         keep &= (frame["repeat"] < int(repeats)).to_numpy()
     return frame if keep.all() else frame.loc[keep].reset_index(drop=True)
+
+
+def _dictionary_codes(column: Any) -> tuple[np.ndarray, list[str]]:
+    """(indices, dictionary) of a dictionary-encoded Arrow column; index -1 for a null."""
+    import pyarrow as pa
+
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    indices = arr.indices if arr.indices.null_count == 0 else arr.indices.fill_null(-1)
+    return indices.to_numpy(zero_copy_only=False), [str(v) for v in arr.dictionary.to_pylist()]
+
+
+def _read_parquet_trials(
+    path: str | Path,
+    columns: Sequence[str] | None,
+    variants: Sequence[str] | None,
+    algorithms: Sequence[str] | None,
+    repeats: int | Mapping[str, int] | None,
+) -> pd.DataFrame:
+    """The rows of one Parquet trial file that the selection keeps.
+
+    The file is read with :class:`pyarrow.parquet.ParquetFile` (not the
+    dataset API, whose import alone costs a few tenths of a second), the
+    string columns dictionary-encoded; the selection is evaluated on the
+    dictionary indices (one string comparison per distinct value, not per
+    row) and applied before the conversion to pandas.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    meta = pq.read_metadata(path)
+    names = meta.schema.to_arrow_schema().names
+    # string columns stay dictionary-encoded while reading (one string per distinct value)
+    handle = pq.ParquetFile(
+        path, metadata=meta, read_dictionary=[c for c in names if c in _STRING_COLUMNS]
+    )
+    wanted = names if columns is None else list(columns)
+    missing = [c for c in wanted if c not in names]
+    if missing:
+        raise DPRegError(f"{path}: trial file lacks column(s) {', '.join(missing)}")
+    # the columns the selection looks at, read even when not asked for (dropped below)
+    looked = [
+        c
+        for c, used in (
+            ("variant", variants is not None),
+            ("algorithm", algorithms is not None or isinstance(repeats, Mapping)),
+            ("repeat", repeats is not None),
+        )
+        if used and c not in wanted
+    ]
+    table = handle.read(columns=[*wanted, *looked])
+    keep = np.ones(table.num_rows, dtype=bool)
+    for name, chosen in (("variant", variants), ("algorithm", algorithms)):
+        if chosen is not None:
+            codes, dictionary = _dictionary_codes(table.column(name))
+            hit = np.append(np.isin(dictionary, [str(v) for v in chosen]), False)
+            keep &= hit[codes]
+    if repeats is not None:
+        rep = table.column("repeat").to_numpy()
+        if isinstance(repeats, Mapping):
+            codes, dictionary = _dictionary_codes(table.column("algorithm"))
+            given = {str(a): float(r) for a, r in repeats.items()}
+            # algorithms not named keep every repeat
+            limit = np.array([given.get(a, np.inf) for a in dictionary] + [np.inf])
+            keep &= rep < limit[codes]
+        else:
+            keep &= rep < int(repeats)
+    if not keep.all():
+        table = table.filter(pa.array(keep))
+    if looked:
+        table = table.select(wanted)
+    # dictionary columns decoded by Arrow (cheaper than pandas categoricals cast to str);
+    # a column with missing values goes the categorical way, which writes them as "nan"
+    for i, field in enumerate(table.schema):
+        if pa.types.is_dictionary(field.type) and table.column(i).null_count == 0:
+            table = table.set_column(i, field.name, table.column(i).cast(pa.large_string()))
+    frame = table.to_pandas()
+    for col in frame.columns:
+        if isinstance(frame[col].dtype, pd.CategoricalDtype) or col in _STRING_COLUMNS:
+            frame[col] = frame[col].astype(str)
+    return frame
 
 
 def trial_file_columns(path: str | Path) -> list[str]:
