@@ -86,6 +86,7 @@ __all__ = [
     "DesignBootstrap",
     "PairedDesigns",
     "bootstrap_intervals",
+    "cell_codes",
     "check_level",
     "check_resamples",
     "expanded_alpha",
@@ -222,7 +223,7 @@ class DesignBootstrap:
         fold_ids, fold_idx = _unique_inverse(trials["fold"].to_numpy())
         rep_ids, rep_idx = _unique_inverse(trials["repeat"].to_numpy())
         K, R = len(fold_ids), len(rep_ids)
-        cell_idx, self.cells = _cell_codes(trials)
+        cell_idx, self.cells = cell_codes(trials)
         G = len(self.cells)
         slot = fold_idx * R + rep_idx
         if len(trials) and np.bincount(cell_idx * (K * R) + slot).max() > 1:
@@ -344,7 +345,7 @@ def _sorted_codes(column: pd.Series, *, numeric: bool = False) -> tuple[np.ndarr
     return np.array([rank[k] for k in keys], dtype=np.int64)[codes], distinct
 
 
-def _cell_codes(trials: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
+def cell_codes(trials: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
     """Cell of each trial and the cells (one row per (dataset, variant, algorithm,
     epsilon), sorted by the keys as ``groupby(sort=True)`` orders them).
 
@@ -505,6 +506,23 @@ def _counts_at_most(running: np.ndarray, *thresholds: np.ndarray) -> list[np.nda
     ]
 
 
+#: :func:`expanded_alpha` of common designs (level, folds), as computed with
+#: scipy.special below, written exactly (hexadecimal): scipy.special's import
+#: costs about 0.2 s, which a summary job then does not pay.  A test checks
+#: every entry against the computation.
+_EXPANDED_ALPHA: dict[tuple[float, int], float] = {
+    (0.9, 3): float.fromhex("0x1.6d81ef933881dp-12"),
+    (0.9, 5): float.fromhex("0x1.18fc18db8ba97p-6"),
+    (0.9, 10): float.fromhex("0x1.b4d8f203df2f1p-5"),
+    (0.95, 3): float.fromhex("0x1.258622683bb3ap-23"),
+    (0.95, 5): float.fromhex("0x1.f4393556e5fc2p-10"),
+    (0.95, 10): float.fromhex("0x1.182ff57c20011p-6"),
+    (0.99, 3): float.fromhex("0x1.64e20bdd74eaap-111"),
+    (0.99, 5): float.fromhex("0x1.1b652f5efbc66p-22"),
+    (0.99, 10): float.fromhex("0x1.41969df95f28cp-11"),
+}
+
+
 def expanded_alpha(level: float, clusters: int) -> float:
     """Two-sided tail mass of Hesterberg's expanded percentile interval.
 
@@ -525,6 +543,9 @@ def expanded_alpha(level: float, clusters: int) -> float:
     alpha = 1.0 - level
     if clusters < 2:
         return alpha
+    known = _EXPANDED_ALPHA.get((level, int(clusters)))
+    if known is not None:
+        return known
     # scipy.special instead of scipy.stats (whose import alone takes most of a second):
     # t_{n-1, 1 - alpha/2} = -stdtrit(n - 1, alpha/2) and Phi(-x) = ndtr(-x), the same
     # functions scipy.stats evaluates for t.isf and norm.sf
@@ -538,15 +559,23 @@ def expanded_alpha(level: float, clusters: int) -> float:
 def _percentile_interval(
     reps: np.ndarray, level: float, clusters: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Expanded percentile interval of replicates ``(B, G)`` (NaN where none is finite)."""
+    """Expanded percentile interval of replicates ``(B, G)`` (NaN where none is finite).
+
+    The percentiles of each column are :func:`numpy.nanquantile`'s; columns
+    without a missing replicate are computed together by
+    :func:`numpy.quantile` (the same interpolation on the same order
+    statistics, so the same numbers).
+    """
     alpha = expanded_alpha(level, clusters)
-    finite = np.isfinite(reps)
+    q = [alpha / 2, 1 - alpha / 2]
     lo = np.full(reps.shape[1], np.nan)
     hi = np.full(reps.shape[1], np.nan)
-    cols = finite.any(axis=0)
-    if cols.any():
-        q = np.nanquantile(reps[:, cols], [alpha / 2, 1 - alpha / 2], axis=0)
-        lo[cols], hi[cols] = q[0], q[1]
+    cols = np.isfinite(reps).any(axis=0)
+    whole = cols & ~np.isnan(reps).any(axis=0)
+    for chosen, quantile in ((whole, np.quantile), (cols & ~whole, np.nanquantile)):
+        if chosen.any():
+            bounds = quantile(reps[:, chosen], q, axis=0)
+            lo[chosen], hi[chosen] = bounds[0], bounds[1]
     return lo, hi
 
 
@@ -600,14 +629,24 @@ def bootstrap_intervals(
 
 
 def _by_repeat_count(trials: pd.DataFrame):
-    """Trials split by (dataset, number of repeats of the cell).
+    """Trials split by (dataset, number of repeats of the cell), in sorted order.
 
     An experiment may run some algorithms with more noise repeats than
-    others; each design is bootstrapped with its own (K, R).
+    others; each design is bootstrapped with its own (K, R).  A cell's
+    number of repeats is its largest repeat index + 1; the parts keep the
+    trials' row order.
     """
-    keys = [trials[c].astype(str) if c != "epsilon" else trials[c] for c in GROUP_KEYS]
-    reps = trials.groupby(keys, sort=False)["repeat"].transform("max").astype(np.int64) + 1
-    yield from trials.groupby([trials["dataset"].astype(str), reps.to_numpy()], sort=True)
+    if trials.empty:
+        return
+    cell, cells = cell_codes(trials)
+    top = np.full(len(cells), np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(top, cell, trials["repeat"].to_numpy(dtype=np.int64))
+    dataset = pd.factorize(cells["dataset"], sort=True)[0]  # cells are sorted by dataset
+    shift = top - top.min()
+    groups = dataset * (int(shift.max()) + 1) + shift  # (dataset, repeats) in sorted order
+    row_group = groups[cell]
+    for g in np.unique(groups):
+        yield g, trials.loc[row_group == g]
 
 
 def paired_ratios(
@@ -749,22 +788,21 @@ class PairedDesigns:
             and (ib := boot.index_of(b[0], b[1], eps)) is not None
         ]
         est, reps = boot.cell_statistic(statistic, [i for _, ia, ib in pairs for i in (ia, ib)])
-        rows = []
-        for j, (eps, _, _) in enumerate(pairs):
-            ea, eb = est[2 * j], est[2 * j + 1]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                ratio_reps = reps[:, 2 * j] / reps[:, 2 * j + 1]
-                ratio = ea / eb
-            ratio_reps = np.where(np.isfinite(ratio_reps), ratio_reps, np.nan)
-            lo, hi = _percentile_interval(ratio_reps[:, None], level, boot.folds)
-            rows.append(
-                {
-                    "epsilon": eps,
-                    "a_value": float(ea),
-                    "b_value": float(eb),
-                    "ratio": float(ratio) if np.isfinite(ratio) else math.nan,
-                    "ratio_lo": float(lo[0]),
-                    "ratio_hi": float(hi[0]),
-                }
-            )
+        est_a, est_b = est[0::2], est[1::2]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio_reps = reps[:, 0::2] / reps[:, 1::2]
+            ratio = est_a / est_b
+        ratio_reps = np.where(np.isfinite(ratio_reps), ratio_reps, np.nan)
+        lo, hi = _percentile_interval(ratio_reps, level, boot.folds)
+        rows = [
+            {
+                "epsilon": eps,
+                "a_value": float(est_a[j]),
+                "b_value": float(est_b[j]),
+                "ratio": float(ratio[j]) if np.isfinite(ratio[j]) else math.nan,
+                "ratio_lo": float(lo[j]),
+                "ratio_hi": float(hi[j]),
+            }
+            for j, (eps, _, _) in enumerate(pairs)
+        ]
         return pd.DataFrame(rows, columns=_RATIO_COLUMNS)

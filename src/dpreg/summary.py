@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from dpreg._validation import DPRegError
-from dpreg.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, bootstrap_intervals
+from dpreg.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, bootstrap_intervals, cell_codes
 from dpreg.provenance import (
     PROVENANCE_PACKAGES,
     canonical_json,
@@ -155,11 +155,15 @@ def summarise(
     frame["failed"] = _as_bool(frame["failed"], "failed") | ~np.isfinite(frame["mse"])
     frame["outside_validity"] = _as_bool(frame["outside_validity"], "outside_validity")
 
-    grouped = frame.groupby(GROUP_KEYS, sort=True)
+    # one integer per cell, in the sorted key order: every group-by below groups on it
+    # (the same rows in the same order per group as grouping on the four keys)
+    cell, cells = cell_codes(frame)
+    keys = pd.MultiIndex.from_frame(cells)
+    grouped = frame.groupby(cell, sort=True)
     deltas = grouped["delta"].nunique(dropna=False)
     if (deltas > 1).any():
-        bad = deltas[deltas > 1].index[0]
-        raise DPRegError(f"trials of {dict(zip(GROUP_KEYS, bad, strict=True))} mix several deltas")
+        bad = cells.iloc[int(deltas.index[np.flatnonzero(deltas.to_numpy() > 1)[0]])]
+        raise DPRegError(f"trials of {dict(bad.items())} mix several deltas")
 
     out = pd.DataFrame(
         {
@@ -168,8 +172,10 @@ def summarise(
             "failed": grouped["failed"].sum().astype(np.int64),
         }
     )
-    ok = frame.loc[~frame["failed"]]
-    mse = ok.groupby(GROUP_KEYS, sort=True)["mse"]
+    good = ~frame["failed"].to_numpy()
+    ok = frame.loc[good]
+    by_cell = ok.groupby(cell[good], sort=True)
+    mse = by_cell["mse"]
     stats = pd.DataFrame(
         {
             "mse_mean": mse.mean(),
@@ -177,20 +183,18 @@ def summarise(
             "mse_median": mse.median(),
             "mse_q25": mse.quantile(0.25, interpolation="linear"),
             "mse_q75": mse.quantile(0.75, interpolation="linear"),
-            "r2_mean": ok.groupby(GROUP_KEYS, sort=True)["r2"].mean(),
+            "r2_mean": by_cell["r2"].mean(),
         }
     )
     out = out.join(stats, how="left")
-    intervals = bootstrap_intervals(frame, seed=seed, level=level, resamples=resamples)
-    out = out.join(intervals.set_index(GROUP_KEYS)[INTERVAL_COLUMNS], how="left")
     out["outside_validity"] = grouped["outside_validity"].any().astype(bool)
     ledger = [c for c in LEDGER_COLUMNS if c in trials.columns]
     if ledger:
-        led = trials[[*GROUP_KEYS, *ledger]].copy()
-        for col in ("dataset", "variant", "algorithm"):
-            led[col] = led[col].astype(str)
-        led["epsilon"] = pd.to_numeric(led["epsilon"]).astype(float)
-        out = out.join(led.groupby(GROUP_KEYS, sort=True)[ledger].first(), how="left")
+        led = trials[ledger].reset_index(drop=True)
+        out = out.join(led.groupby(cell, sort=True).first(), how="left")
+    out.index = keys[out.index.to_numpy()]
+    intervals = bootstrap_intervals(frame, seed=seed, level=level, resamples=resamples)
+    out = out.join(intervals.set_index(GROUP_KEYS)[INTERVAL_COLUMNS], how="left")
     out = out.reset_index()
     out.insert(0, "experiment", experiment)
     out = out.sort_values(GROUP_KEYS, kind="mergesort").reset_index(drop=True)
