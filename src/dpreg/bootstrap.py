@@ -752,6 +752,12 @@ class PairedDesigns:
 
     def design(self, a: tuple[str, str], b: tuple[str, str]) -> DesignBootstrap | None:
         """The design comparing a and b (None when either has no trial)."""
+        for cell in (a, b):
+            if cell not in self._rows:
+                raise DPRegError(
+                    f"cell {cell} was not named when the designs were set up; "
+                    f"named: {', '.join(map(str, self._rows))}"
+                )
         in_a, in_b = self._rows[a], self._rows[b]
         if not in_a.any() or not in_b.any():
             return None

@@ -327,9 +327,34 @@ def _read_one_trials(
 ) -> pd.DataFrame:
     if str(path).endswith(".parquet"):
         return _read_parquet_trials(path, columns, variants, algorithms, repeats)
-    return select_trials(
-        _read_csv(path, columns), variants=variants, algorithms=algorithms, repeats=repeats
+    looked = _selection_columns(columns, variants, algorithms, repeats)
+    frame = select_trials(
+        _read_csv(path, None if columns is None else [*columns, *looked]),
+        variants=variants,
+        algorithms=algorithms,
+        repeats=repeats,
     )
+    return frame[list(columns)] if looked and columns is not None else frame
+
+
+def _selection_columns(
+    columns: Sequence[str] | None,
+    variants: Sequence[str] | None,
+    algorithms: Sequence[str] | None,
+    repeats: int | Mapping[str, int] | None,
+) -> list[str]:
+    """Columns a selection looks at that ``columns`` does not ask for (read, then dropped)."""
+    if columns is None:
+        return []
+    return [
+        c
+        for c, used in (
+            ("variant", variants is not None),
+            ("algorithm", algorithms is not None or isinstance(repeats, Mapping)),
+            ("repeat", repeats is not None),
+        )
+        if used and c not in columns
+    ]
 
 
 def _name_codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:
@@ -407,15 +432,7 @@ def _read_parquet_trials(
     if missing:
         raise DPRegError(f"{path}: trial file lacks column(s) {', '.join(missing)}")
     # the columns the selection looks at, read even when not asked for (dropped below)
-    looked = [
-        c
-        for c, used in (
-            ("variant", variants is not None),
-            ("algorithm", algorithms is not None or isinstance(repeats, Mapping)),
-            ("repeat", repeats is not None),
-        )
-        if used and c not in wanted
-    ]
+    looked = _selection_columns(wanted, variants, algorithms, repeats)
     table = handle.read(columns=[*wanted, *looked])
     keep = np.ones(table.num_rows, dtype=bool)
     for name, chosen in (("variant", variants), ("algorithm", algorithms)):

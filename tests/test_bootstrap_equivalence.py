@@ -1,0 +1,314 @@
+"""The summaries' faster paths give exactly the numbers of the direct computations.
+
+Each test compares a shortcut of dpreg.bootstrap, dpreg.summary, dpreg.tables
+or dpreg.claims with the plain computation it replaces (multi-key group-bys,
+numpy.unique, one numpy.nanquantile per column, scipy.special, one read per
+experiment), with exact equality: the pipeline's tables must not change by a
+single byte.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpreg.bootstrap as bs
+from dpreg import DPRegError
+from dpreg.bootstrap import DesignBootstrap, PairedDesigns, cell_codes, paired_ratios
+from dpreg.claims import evaluate_claims
+from dpreg.summary import summarise
+from dpreg.tables import GROUP_KEYS, read_trials, select_trials, write_trials
+
+
+def cell_trials(seed=0, *, names=("v", "w"), datasets=("d1", "d2"), K=4, R=7):
+    """Trials of every (dataset, variant, algorithm, epsilon) on a K x R design,
+    with failed trials, ties, one all-failed cell and an algorithm with fewer repeats."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for ds in datasets:
+        for v in names:
+            for alg, reps in (("b", R), ("a", R), ("few", 2)):
+                for eps in (10.0, 0.5, 1.0):
+                    mse = rng.lognormal(sigma=1.5, size=(K, reps))
+                    if alg == "a":
+                        mse = np.round(mse, 1)  # ties
+                    failed = rng.random((K, reps)) < 0.1
+                    if (ds, v, alg, eps) == (datasets[0], names[0], "b", 1.0):
+                        failed[:] = True
+                    f, r = np.indices((K, reps)).reshape(2, -1)
+                    rows.append(
+                        pd.DataFrame(
+                            {
+                                "dataset": ds,
+                                "variant": v,
+                                "algorithm": alg,
+                                "epsilon": eps,
+                                "delta": 1e-6,
+                                "fold": f,
+                                "repeat": r,
+                                "mse": np.where(failed, np.nan, mse).ravel(),
+                                "r2": 1 - mse.ravel() / 10,
+                                "lam": math.nan,
+                                "failed": failed.ravel(),
+                                "outside_validity": (eps == 10.0) & (alg == "a"),
+                                "calibration": "classical",
+                                "seed_key": "k",
+                            }
+                        )
+                    )
+    frame = pd.concat(rows, ignore_index=True)
+    return frame.sample(frac=1, random_state=seed).reset_index(drop=True)  # any row order
+
+
+# --------------------------------------------------------------------------
+# bootstrap
+# --------------------------------------------------------------------------
+def test_expanded_alpha_table_equals_the_scipy_computation(monkeypatch):
+    table = dict(bs._EXPANDED_ALPHA)
+    assert (0.95, 10) in table  # the default configuration's design
+    monkeypatch.setattr(bs, "_EXPANDED_ALPHA", {})
+    for (level, clusters), value in table.items():
+        assert bs.expanded_alpha(level, clusters) == value, (level, clusters)
+
+
+@pytest.mark.parametrize("names", [("v", "w"), ("Zeta", "alpha", "éclair", "Ärger", "10", "9")])
+def test_cell_codes_follow_the_sorted_group_by(names):
+    trials = cell_trials(names=names)
+    cell, cells = cell_codes(trials)
+    grouped = trials.groupby(GROUP_KEYS, sort=True)
+    np.testing.assert_array_equal(cell, grouped.ngroup().to_numpy())
+    expected = grouped.size().index.to_frame(index=False)
+    pd.testing.assert_frame_equal(cells, expected, check_dtype=False)
+    # categorical names (categories in an unsorted order) give the same cells
+    cat = trials.assign(
+        variant=pd.Categorical(trials["variant"], categories=list(reversed(names))),
+        algorithm=pd.Categorical(trials["algorithm"], categories=["few", "b", "a"]),
+    )
+    cell_cat, cells_cat = cell_codes(cat)
+    np.testing.assert_array_equal(cell_cat, cell)
+    pd.testing.assert_frame_equal(cells_cat, cells)
+
+
+def test_unique_inverse_equals_numpy_unique():
+    rng = np.random.default_rng(2)
+    for x in (
+        rng.integers(0, 10, 500),
+        rng.integers(0, 10**12, 50),  # too sparse for counting: numpy.unique itself
+        np.array([7, 7, 3]),
+        np.array([-2, 5, 5]),
+        np.array([0]),
+    ):
+        ids, inverse = np.unique(x, return_inverse=True)
+        got_ids, got_inverse = bs._unique_inverse(x)
+        np.testing.assert_array_equal(got_ids, ids)
+        np.testing.assert_array_equal(got_inverse, inverse)
+        assert got_ids.dtype == ids.dtype
+
+
+def test_by_repeat_count_equals_the_group_by_split():
+    trials = cell_trials(seed=3)
+    keys = [trials[c].astype(str) if c != "epsilon" else trials[c] for c in GROUP_KEYS]
+    reps = trials.groupby(keys, sort=False)["repeat"].transform("max").astype(np.int64) + 1
+    expected = [part for _, part in trials.groupby([trials["dataset"], reps.to_numpy()], sort=True)]
+    got = [part for _, part in bs._by_repeat_count(trials)]
+    assert len(got) == len(expected) == 4  # two datasets x (7 repeats, 2 repeats)
+    for a, b in zip(got, expected, strict=True):
+        pd.testing.assert_frame_equal(a, b)
+
+
+def test_percentile_interval_equals_nanquantile_per_column():
+    rng = np.random.default_rng(4)
+    reps = rng.lognormal(size=(500, 6))
+    reps[:40, 1] = np.nan  # some replicates undefined
+    reps[:, 2] = np.nan  # none defined
+    reps[3, 3] = np.inf
+    reps[:, 4] = np.round(reps[:, 4], 1)  # ties
+    lo, hi = bs._percentile_interval(reps, 0.95, 10)
+    alpha = bs.expanded_alpha(0.95, 10)
+    for g in range(reps.shape[1]):
+        if not np.isfinite(reps[:, g]).any():
+            assert np.isnan(lo[g]) and np.isnan(hi[g])
+            continue
+        want = np.nanquantile(reps[:, g], [alpha / 2, 1 - alpha / 2])
+        assert (lo[g], hi[g]) == (want[0], want[1]), g
+
+
+def test_medians_of_some_cells_equal_those_of_all_cells():
+    trials = cell_trials(seed=5, datasets=("d1",))
+    full = DesignBootstrap(trials, seed=1, resamples=300)
+    est, reps = full.statistic("median")
+    cache: dict = {}
+    lazy = DesignBootstrap(trials, seed=1, resamples=300, median_cache=cache)
+    rows = [5, 0, 5, 11]
+    e, r = lazy.cell_statistic("median", rows)
+    np.testing.assert_array_equal(e, est[rows])
+    np.testing.assert_array_equal(r, reps[:, rows])
+    assert len(cache) == 3
+    # a second design holding some of the same cells reuses their medians
+    fewer = trials[trials["variant"] == "v"]
+    other = DesignBootstrap(fewer, seed=1, resamples=300, median_cache=cache)
+    e2, r2 = other.statistic("median")
+    e_ref, r_ref = DesignBootstrap(fewer, seed=1, resamples=300).statistic("median")
+    np.testing.assert_array_equal(e2, e_ref)
+    np.testing.assert_array_equal(r2, r_ref)
+    # the mean of a few cells is the matching columns of the mean of all
+    m, mr = lazy.cell_statistic("mean", rows)
+    m_all, mr_all = full.statistic("mean")
+    np.testing.assert_array_equal(m, m_all[rows])
+    np.testing.assert_array_equal(mr, mr_all[:, rows])
+
+
+@pytest.mark.parametrize("N", [1, 2, 9, 48, 49, 200])
+def test_replicate_medians_equal_the_full_scan(N):
+    """The block search against the definition: the first sorted position whose
+    running count exceeds (n - 1) // 2 and n // 2, for designs smaller and
+    larger than one block."""
+    rng = np.random.default_rng(N)
+    B = 120
+    counts = rng.poisson(1.0, size=(B, N)).astype(np.float64)
+    values = np.round(rng.lognormal(size=(5, N)), 1)
+    values[1, rng.random(N) < 0.5] = np.nan
+    values[2] = np.nan
+    values[3, 1:] = np.nan
+    ok = np.isfinite(values)
+    padded = np.zeros((B, N + 1), dtype=np.int16)
+    padded[:, :N] = counts
+    got = bs._replicate_medians(
+        values, ok, counts.astype(np.float32), padded.ravel(), np.arange(B) * (N + 1)
+    )
+    for g in range(values.shape[0]):
+        order = np.argsort(np.where(ok[g], values[g], np.inf), kind="stable")[: ok[g].sum()]
+        for b in range(B):
+            running = np.cumsum(counts[b, order])
+            total = running[-1] if len(running) else 0
+            if total == 0:
+                assert np.isnan(got[b, g])
+                continue
+            lo = np.argmax(running > (total - 1) // 2)
+            hi = np.argmax(running > total // 2)
+            assert got[b, g] == 0.5 * (values[g, order[lo]] + values[g, order[hi]])
+
+
+def test_paired_designs_equal_paired_ratios():
+    trials = cell_trials(seed=6, datasets=("d1",))
+    cells = [("v", "a"), ("v", "b"), ("w", "a"), ("v", "few")]
+    designs = PairedDesigns(trials, cells, seed=2, resamples=200)
+    for a, b, stat in (
+        (("v", "a"), ("v", "b"), "median"),
+        (("w", "a"), ("v", "a"), "mean"),
+        (("v", "few"), ("v", "a"), "median"),
+    ):
+        got = designs.ratios(a, b, [0.5, 1.0, 10.0], statistic=stat)
+        want = paired_ratios(trials, a, b, [0.5, 1.0, 10.0], statistic=stat, seed=2, resamples=200)
+        pd.testing.assert_frame_equal(got, want)
+    absent = PairedDesigns(trials, [("v", "a"), ("v", "nothing")], seed=2, resamples=200)
+    assert absent.ratios(("v", "a"), ("v", "nothing"), [1.0], statistic="mean").empty
+    with pytest.raises(DPRegError, match=r"\('w', 'b'\) was not named"):
+        designs.ratios(("v", "a"), ("w", "b"), [1.0], statistic="mean")
+
+
+# --------------------------------------------------------------------------
+# summary
+# --------------------------------------------------------------------------
+def test_summary_statistics_equal_the_multi_key_group_by():
+    trials = cell_trials(seed=7)
+    table = summarise(trials, experiment="e", seed=3, resamples=200)
+    frame = trials.assign(failed=trials["failed"] | ~np.isfinite(trials["mse"]))
+    grouped = frame.groupby(GROUP_KEYS, sort=True)
+    ok = frame[~frame["failed"]].groupby(GROUP_KEYS, sort=True)
+    want = pd.DataFrame(
+        {
+            "delta": grouped["delta"].first(),
+            "trials": grouped.size(),
+            "failed": grouped["failed"].sum(),
+            "mse_mean": ok["mse"].mean(),
+            "mse_sd": ok["mse"].std(ddof=1),
+            "mse_median": ok["mse"].median(),
+            "mse_q25": ok["mse"].quantile(0.25),
+            "mse_q75": ok["mse"].quantile(0.75),
+            "r2_mean": ok["r2"].mean(),
+            "outside_validity": grouped["outside_validity"].any(),
+        }
+    ).reset_index()
+    assert len(table) == len(want) == 36
+    for col in want.columns:
+        np.testing.assert_array_equal(table[col].to_numpy(), want[col].to_numpy(), err_msg=col)
+    # the one cell whose trials all failed (d1, v, b, epsilon 1) has no statistics
+    empty = table[table["mse_mean"].isna()]
+    assert empty[["dataset", "variant", "algorithm", "epsilon"]].values.tolist() == [
+        ["d1", "v", "b", 1.0]
+    ]
+    assert empty["failed"].tolist() == empty["trials"].tolist() == [28]
+
+
+# --------------------------------------------------------------------------
+# trial files
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "selection",
+    [
+        {},
+        {"variants": ["w"]},
+        {"algorithms": ["few", "a"], "repeats": 1},
+        {"variants": ["v", "nothing"], "repeats": {"a": 3, "few": 1}},
+        {"repeats": {"b": 2}, "columns": ["dataset", "epsilon", "mse"]},  # selection columns unread
+    ],
+)
+def test_parquet_selection_equals_the_csv_selection(tmp_path, selection):
+    trials = cell_trials(seed=8)
+    write_trials(trials, tmp_path / "t.parquet")
+    write_trials(trials, tmp_path / "t.csv.gz")
+    got = read_trials([tmp_path / "t.parquet"], **selection)
+    want = read_trials([tmp_path / "t.csv.gz"], **selection)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    # and select_trials on the whole table picks the same rows
+    columns = selection.get("columns")
+    rest = {k: v for k, v in selection.items() if k != "columns"}
+    whole = select_trials(read_trials([tmp_path / "t.parquet"]), **rest)
+    pd.testing.assert_frame_equal(whole[columns or whole.columns].reset_index(drop=True), got)
+
+
+def test_claims_from_shared_files_equal_claims_from_each_experiments_trials(tmp_path):
+    trials = cell_trials(seed=9, K=10, R=8)
+    paths = []
+    for ds in ("d1", "d2"):
+        paths.append(tmp_path / f"{ds}.parquet")
+        write_trials(trials[trials["dataset"] == ds], paths[-1])
+    claims = {
+        "one": [
+            {"id": "a-b", "a": {"algorithm": "a"}, "b": {"algorithm": "b"}, "expect": "lower"},
+            {
+                "id": "few-a",
+                "a": {"algorithm": "few"},
+                "b": {"algorithm": "a"},
+                "statistic": "mean",
+                "expect": "equal",
+                "margin": 0.5,
+            },
+        ],
+        "two": [
+            {
+                "id": "w-v",
+                "a": {"algorithm": "a", "variant": "w"},
+                "b": {"variant": "v"},
+                "expect": "higher",
+            }
+        ],
+    }
+    experiments = {
+        "one": {"variants": ["v"], "algorithms": ["a", "b", "few"], "claims": claims["one"]},
+        "two": {"variants": ["v", "w"], "algorithms": ["a"], "claims": claims["two"]},
+    }
+    cfg = {"seed": 5, "bootstrap": {"resamples": 300}, "experiments": experiments}
+    select = {"one": {"repeats": {"a": 6, "b": 8, "few": 2}}, "two": {"repeats": 5}}
+    got = evaluate_claims(cfg, {"one": paths, "two": paths}, select=select)
+    each = {
+        exp: read_trials(paths, **select[exp], variants=spec["variants"])
+        for exp, spec in experiments.items()
+    }
+    want = evaluate_claims(cfg, trials=each)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert set(got["claim"]) == {"a-b", "few-a", "w-v"} and len(got) == 3 * (1 + 2 * 3)
