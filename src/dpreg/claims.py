@@ -546,20 +546,23 @@ class _SharedTrialFiles:
             )
         if not parts:
             raise DPRegError("no trial files given")
+        # the same dataset categories in every part, so the column stays categorical
+        names = sorted({str(n) for p in parts for n in p["dataset"].cat.categories})
+        parts = [p.assign(dataset=p["dataset"].cat.set_categories(names)) for p in parts]
         return pd.concat(parts, ignore_index=True)
 
     def _read(self, path: str | Path) -> pd.DataFrame:
+        # the names as categoricals (from the file's dictionary encoding), with the same
+        # categories in every file: selections and groupings work on integer codes
         frame = read_trials(
             [path],
             variants=self.variants,
             algorithms=self.algorithms,
             columns=BOOTSTRAP_TRIAL_COLUMNS,
+            categorical=("dataset", "variant", "algorithm"),
         )
-        # the names as categoricals with the same categories in every file (so they stay
-        # categorical when files are concatenated): selections and groupings then work on
-        # integer codes instead of strings
         for col, names in (("variant", self.variants), ("algorithm", self.algorithms)):
-            frame[col] = pd.Categorical(frame[col], categories=names)
+            frame[col] = frame[col].cat.set_categories(names)
         return frame
 
 

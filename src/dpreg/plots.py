@@ -545,7 +545,12 @@ def _save(fig: Figure, out_png, out_pdf, dpi: int) -> None:
     FigureCanvasAgg(fig)
     # the layout pass measures text with the canvas' renderer but rasterises nothing
     fig.draw_without_rendering()
-    fig.set_layout_engine("none")
+    # no layout engine from here on: savefig then draws each file once (with the
+    # "none" placeholder engine it runs one more full draw per file first, which
+    # changes no byte: the positions are frozen)
+    fig.set_layout_engine(None)
+    if fig.get_layout_engine() is not None:  # an rc setting asks for one
+        fig.set_layout_engine("none")
     fig.savefig(out_png, dpi=dpi, metadata={"Software": None})
     fig.savefig(out_pdf, metadata={"CreationDate": None, "ModDate": None, "Producer": None})
 

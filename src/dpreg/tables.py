@@ -324,9 +324,10 @@ def _read_one_trials(
     variants: Sequence[str] | None,
     algorithms: Sequence[str] | None,
     repeats: int | Mapping[str, int] | None,
+    categorical: Sequence[str] = (),
 ) -> pd.DataFrame:
     if str(path).endswith(".parquet"):
-        return _read_parquet_trials(path, columns, variants, algorithms, repeats)
+        return _read_parquet_trials(path, columns, variants, algorithms, repeats, categorical)
     looked = _selection_columns(columns, variants, algorithms, repeats)
     frame = select_trials(
         _read_csv(path, None if columns is None else [*columns, *looked]),
@@ -334,7 +335,17 @@ def _read_one_trials(
         algorithms=algorithms,
         repeats=repeats,
     )
-    return frame[list(columns)] if looked and columns is not None else frame
+    frame = frame[list(columns)] if looked and columns is not None else frame
+    for col in categorical:
+        if col in frame.columns:
+            frame[col] = _sorted_categorical(pd.Categorical(frame[col].astype(str)))
+    return frame
+
+
+def _sorted_categorical(values: pd.Categorical) -> pd.Categorical:
+    """``values`` with only the categories that occur, in sorted (string) order."""
+    values = values.remove_unused_categories()
+    return values.reorder_categories(sorted(values.categories, key=str))
 
 
 def _selection_columns(
@@ -409,6 +420,7 @@ def _read_parquet_trials(
     variants: Sequence[str] | None,
     algorithms: Sequence[str] | None,
     repeats: int | Mapping[str, int] | None,
+    categorical: Sequence[str] = (),
 ) -> pd.DataFrame:
     """The rows of one Parquet trial file that the selection keeps.
 
@@ -455,14 +467,26 @@ def _read_parquet_trials(
     if looked:
         table = table.select(wanted)
     # dictionary columns decoded by Arrow (cheaper than pandas categoricals cast to str);
-    # a column with missing values goes the categorical way, which writes them as "nan"
+    # a column with missing values goes the categorical way, which writes them as "nan";
+    # columns asked for as categoricals are built from the dictionary codes
+    kept: dict[str, pd.Categorical] = {}
     for i, field in enumerate(table.schema):
-        if pa.types.is_dictionary(field.type) and table.column(i).null_count == 0:
+        if not pa.types.is_dictionary(field.type) or table.column(i).null_count:
+            continue
+        if field.name in categorical:
+            codes, dictionary = _dictionary_codes(table.column(i))
+            kept[field.name] = pd.Categorical.from_codes(codes, categories=dictionary)
+            table = table.set_column(i, field.name, pa.nulls(table.num_rows, pa.int8()))
+        else:
             table = table.set_column(i, field.name, table.column(i).cast(pa.large_string()))
     frame = table.to_pandas()
     for col in frame.columns:
-        if isinstance(frame[col].dtype, pd.CategoricalDtype) or col in _STRING_COLUMNS:
+        if col in kept:
+            frame[col] = _sorted_categorical(kept[col])
+        elif isinstance(frame[col].dtype, pd.CategoricalDtype) or col in _STRING_COLUMNS:
             frame[col] = frame[col].astype(str)
+            if col in categorical:
+                frame[col] = _sorted_categorical(pd.Categorical(frame[col]))
     return frame
 
 
@@ -482,6 +506,7 @@ def read_trials(
     algorithms: Sequence[str] | None = None,
     repeats: int | Mapping[str, int] | None = None,
     columns: Sequence[str] | None = None,
+    categorical: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Read and concatenate trial files (Parquet or CSV.gz, in the given order).
 
@@ -498,11 +523,19 @@ def read_trials(
         it does not name keep every repeat).
     columns : sequence of str, optional
         Read only these columns.
+    categorical : sequence of str, optional
+        Name columns to return as :class:`pandas.Categorical` (the names
+        that occur, sorted) instead of strings: cheaper to build from a
+        Parquet file's dictionary encoding and to select and group on.  Files
+        with different names give object columns when concatenated; read
+        them one at a time to align their categories.
 
     Name columns (dataset, variant, algorithm, ...) are read as strings, so a
     dataset called ``1`` stays ``"1"``.
     """
-    frames = [_read_one_trials(p, columns, variants, algorithms, repeats) for p in paths]
+    frames = [
+        _read_one_trials(p, columns, variants, algorithms, repeats, categorical) for p in paths
+    ]
     if not frames:
         raise DPRegError("no trial files given")
     return pd.concat(frames, ignore_index=True)
