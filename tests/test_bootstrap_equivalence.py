@@ -312,3 +312,55 @@ def test_claims_from_shared_files_equal_claims_from_each_experiments_trials(tmp_
     want = evaluate_claims(cfg, trials=each)
     pd.testing.assert_frame_equal(got, want, check_exact=True)
     assert set(got["claim"]) == {"a-b", "few-a", "w-v"} and len(got) == 3 * (1 + 2 * 3)
+
+
+def test_categorical_names_equal_the_string_names(tmp_path):
+    trials = cell_trials(seed=10)
+    write_trials(trials, tmp_path / "t.parquet")
+    write_trials(trials, tmp_path / "t.csv.gz")
+    names = ("dataset", "variant", "algorithm")
+    plain = read_trials([tmp_path / "t.parquet"], variants=["w"], repeats={"a": 2})
+    for path in (tmp_path / "t.parquet", tmp_path / "t.csv.gz"):
+        cat = read_trials([path], variants=["w"], repeats={"a": 2}, categorical=names)
+        for col in names:
+            assert isinstance(cat[col].dtype, pd.CategoricalDtype)
+            cats = list(cat[col].cat.categories)
+            assert cats == sorted(set(plain[col]))  # only the names that occur, sorted
+        pd.testing.assert_frame_equal(cat.astype({c: str for c in names}), plain)
+
+
+# --------------------------------------------------------------------------
+# figures
+# --------------------------------------------------------------------------
+def test_figures_saved_in_one_draw_equal_those_saved_with_the_placeholder_engine(
+    tmp_path, monkeypatch
+):
+    """_save drops the layout engine after the layout pass; the files must be the
+    bytes matplotlib writes when the frozen layout keeps a placeholder engine (which
+    makes savefig draw every file twice)."""
+    import dpreg.plots as plots
+
+    table = summarise(cell_trials(seed=11), experiment="e", resamples=50)
+    kw = {
+        "experiment": "e",
+        "title": "T",
+        "dataset_info": {"d1": (100, 3), "d2": (200, 4)},
+        "variants": ["v", "w"],
+        "note": "a note; and another",
+    }
+    plots.plot_experiment(table, out_png=tmp_path / "a.png", out_pdf=tmp_path / "a.pdf", **kw)
+
+    def placeholder_save(fig, out_png, out_pdf, dpi):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
+        fig.draw_without_rendering()
+        fig.set_layout_engine("none")
+        assert fig.get_layout_engine() is not None
+        fig.savefig(out_png, dpi=dpi, metadata={"Software": None})
+        fig.savefig(out_pdf, metadata={"CreationDate": None, "ModDate": None, "Producer": None})
+
+    monkeypatch.setattr(plots, "_save", placeholder_save)
+    plots.plot_experiment(table, out_png=tmp_path / "b.png", out_pdf=tmp_path / "b.pdf", **kw)
+    assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
+    assert (tmp_path / "a.pdf").read_bytes() == (tmp_path / "b.pdf").read_bytes()
