@@ -193,7 +193,7 @@ def started_jobs(run: Path) -> list[tuple[str, str]]:
 def test_one_core_runs_jobs_in_priority_order(tiny_runs):
     """On one core the `priority:` directives alone fix the order (common.smk: PRIORITY).
 
-    Preparations, then the sweeps (row-based shards first, larger datasets
+    Preparations, then the sweeps ("stats" shards first, larger datasets
     first), then write_claims, then one summary per experiment, then provenance.
     """
     jobs = started_jobs(tiny_runs["1"])
@@ -208,7 +208,7 @@ def test_one_core_runs_jobs_in_priority_order(tiny_runs):
     ), rules
     sweeps = [dict(kv.split("=") for kv in wc.split(", ")) for r, wc in jobs if r == "run_sweep"]
     shards = [s["shard"] for s in sweeps]
-    assert "rows" in shards and shards == sorted(shards, key=lambda s: s == "stats"), shards
+    assert "rows" in shards and shards == sorted(shards, key=lambda s: s != "stats"), shards
     mirror = REPO / "resources" / "mirror"
     for shard in set(shards):
         sizes = [

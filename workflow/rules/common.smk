@@ -451,12 +451,16 @@ def plot_kwargs(wildcards):
 # scheduling priorities (among the jobs ready to run, higher starts first)
 # ---------------------------------------------------------------------------
 # The order only changes wall time, never a result (every trial's noise comes
-# from its own seed).  On a few cores the run ends soonest when the longest
-# jobs start first: the dataset preparations (short, and every sweep waits
-# for one), then the sweeps (the row-based shards of the large datasets are
-# the critical path), then write_claims (the longest summary job; it needs
-# every sweep, and started as soon as they end it does not run alone at the
-# tail), then the short per-experiment summaries.
+# from its own seed).  On a few cores a run ends soonest when no core waits
+# at the end and long jobs do not start last: the dataset preparations come
+# first (short, and every sweep waits for one), then the sweeps, then
+# write_claims (the longest summary job; it needs every sweep, and started as
+# soon as they end it does not run alone at the tail), then the short
+# per-experiment summaries.  Among the sweeps the "stats" shards come first:
+# every experiment's summary waits for them, while only the experiments with
+# row-based algorithms (and the claims) wait for the "rows" shards, so the
+# other summaries can fill a core while the last row-based shards run.
+# Within a shard, larger datasets first.
 
 #: rule -> priority of the rules other than run_sweep (whose priorities,
 #: from sweep_priority, lie between 10 and 10 + 2 x the number of datasets)
@@ -474,14 +478,14 @@ def _dataset_bytes(dataset):
 def sweep_priority(wildcards):
     """Priority of one sweep job, above every summary job.
 
-    Row-based shards (one fit per trial on the rows) come before the
-    statistics shards, and within a shard larger datasets come first.
+    "stats" shards before the others, and within a shard larger datasets
+    (by the size of their data file) first.
     """
     if "_SWEEP_RANK" not in globals():
         by_size = sorted(used_datasets(), key=lambda ds: (_dataset_bytes(ds), ds))
         globals()["_SWEEP_RANK"] = {ds: i for i, ds in enumerate(by_size)}
     rank = _SWEEP_RANK.get(wildcards.dataset, 0)
-    base = 10 + (len(_SWEEP_RANK) if wildcards.shard != "stats" else 0)
+    base = 10 + (len(_SWEEP_RANK) if wildcards.shard == "stats" else 0)
     return base + rank
 
 

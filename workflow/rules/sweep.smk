@@ -18,7 +18,7 @@ rule run_sweep:
         "logs/run_sweep/{dataset}/{shard}.log",
     benchmark:
         "logs/benchmarks/run_sweep/{dataset}/{shard}.tsv"
-    # before every summary; row-based shards and large datasets first (common.smk)
+    # before every summary; "stats" shards and large datasets first (common.smk)
     priority: sweep_priority
     conda:
         "../envs/dpreg.yaml"
