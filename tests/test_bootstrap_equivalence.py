@@ -161,18 +161,25 @@ def test_medians_of_some_cells_equal_those_of_all_cells():
     np.testing.assert_array_equal(mr, mr_all[:, rows])
 
 
-@pytest.mark.parametrize("N", [1, 2, 9, 48, 49, 200])
-def test_replicate_medians_equal_the_full_scan(N):
+@pytest.mark.parametrize("band", [2, 9])
+@pytest.mark.parametrize("N", [1, 2, 9, 48, 49, 200, 600])
+def test_replicate_medians_equal_the_full_scan(N, band, monkeypatch):
     """The block search against the definition: the first sorted position whose
     running count exceeds (n - 1) // 2 and n // 2, for designs smaller and
-    larger than one block."""
+    larger than one block and than the band of blocks searched for every
+    replicate (a narrow band sends many replicates to the search over every
+    block; fold-constant values, as a non-private method gives, put the middle
+    of many replicates far from the sample's)."""
+    monkeypatch.setattr(bs, "_MEDIAN_BAND", band)
     rng = np.random.default_rng(N)
     B = 120
-    counts = rng.poisson(1.0, size=(B, N)).astype(np.float64)
-    values = np.round(rng.lognormal(size=(5, N)), 1)
+    K = 6 if N % 6 == 0 else 1
+    counts = bs.resample_counts(K, N // K, B, seed=N, dataset="d")
+    values = np.round(rng.lognormal(size=(6, N)), 1)
     values[1, rng.random(N) < 0.5] = np.nan
     values[2] = np.nan
     values[3, 1:] = np.nan
+    values[5] = np.repeat(rng.lognormal(size=K), N // K)  # constant within each fold
     ok = np.isfinite(values)
     padded = np.zeros((B, N + 1), dtype=np.int16)
     padded[:, :N] = counts

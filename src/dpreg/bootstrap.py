@@ -382,6 +382,9 @@ def _masked_mean(values: np.ndarray, ok: np.ndarray) -> np.ndarray:
 
 #: Trial slots per block of the two-level median search (:func:`_replicate_medians`).
 _MEDIAN_BLOCK = 48
+#: Blocks around the middle whose running counts :func:`_replicate_medians`
+#: computes for every replicate (the others only for the replicates needing them).
+_MEDIAN_BAND = 9
 #: Cells per matrix product in :func:`_replicate_medians` (bounds its memory).
 _MEDIAN_CHUNK = 32
 
@@ -419,15 +422,19 @@ def _replicate_medians(
     (and ``n_b // 2`` for the upper middle), n_b being the replicate's
     number of usable trials.  Scanning all N positions for all B replicates
     costs B N per cell; here the sorted positions are cut into blocks of
-    :data:`_MEDIAN_BLOCK` and the counts of every block of every cell come
-    from one matrix product (counts times a 0/1 block-membership matrix, exact
-    in float32 because every sum is an integer below 2**24).  The block
-    holding the middle is found from the running block totals, and only that
-    block's counts are gathered, laid out position-major (one row per
-    position of the block, one column per replicate) and summed row by row,
-    so the running counts of all replicates advance together; the middle's
-    position in the block is the number of running counts not above the
-    rank sought.  The result equals the full scan exactly.
+    :data:`_MEDIAN_BLOCK`.  The running counts at the ends of the
+    :data:`_MEDIAN_BAND` blocks around the middle of the full sample (where
+    nearly every replicate's middle lies), the count before them and the
+    total come from one matrix product (counts times a 0/1 matrix, exact in
+    float32 because every sum is an integer below 2**24); the rare
+    replicates whose middle lies outside the band get the running counts at
+    every block end from a second product over their rows only.  Inside the
+    block holding the middle the counts are gathered, laid out
+    position-major (one row per position, one column per replicate) and
+    summed row by row, so the running counts of all replicates advance
+    together; the middle's position in the block is the number of running
+    counts not above the rank sought.  The result equals the full scan
+    exactly.
     """
     B, N = dense.shape
     G = values.shape[0]
@@ -436,49 +443,92 @@ def _replicate_medians(
         return out
     s = min(_MEDIAN_BLOCK, N)
     P = -(-N // s)
+    W = min(P, _MEDIAN_BAND)
     order_all = np.argsort(np.where(ok, values, np.inf), axis=1, kind="stable")
     n_ok = ok.sum(axis=1)
-    replicates = np.arange(B)
+    steps = np.arange(W + 1)
     for g0 in range(0, G, _MEDIAN_CHUNK):
         chunk = range(g0, min(G, g0 + _MEDIAN_CHUNK))
-        member = np.zeros((N, len(chunk) * P), dtype=np.float32)
-        for c, g in enumerate(chunk):
-            member[order_all[g, : n_ok[g]], c * P + np.arange(n_ok[g]) // s] = 1.0
-        running = (dense @ member).reshape(B, len(chunk), P)
-        np.cumsum(running, axis=2, out=running)
-        running_int = running.astype(np.int32)
+        # per cell W + 2 columns: the count of the positions before the band's first
+        # block, before each later band block, after the band's last, and in all blocks
+        member = np.zeros((N, len(chunk) * (W + 2)), dtype=np.float32)
+        first = np.zeros(len(chunk), dtype=np.intp)
         for c, g in enumerate(chunk):
             n = int(n_ok[g])
             if n == 0:
                 continue
-            upto = running_int[:, c, :]  # (B, P) count of positions < end of each block
-            total = upto[:, -1]
+            used = -(-n // s)  # blocks holding usable trials
+            first[c] = min(max(((n - 1) // 2) // s - W // 2, 0), max(used - W, 0))
+            ends = np.append(first[c] + steps, P)
+            block = np.arange(n) // s
+            member[order_all[g, :n], c * (W + 2) : (c + 1) * (W + 2)] = block[:, None] < ends
+        band_all = (dense @ member).astype(np.int32).reshape(B, len(chunk), W + 2)
+        for c, g in enumerate(chunk):
+            n = int(n_ok[g])
+            if n == 0:
+                continue
+            band = band_all[:, c, :]
+            total = band[:, -1]
             slots = np.full(P * s, N, dtype=np.intp)
             slots[:n] = order_all[g, :n]
             blocks = slots.reshape(P, s)
             sorted_vals = values[g, slots[:n]]
-            lower, upper = (total - 1) // 2, total // 2
-            blk = (upto > lower[:, None]).argmax(axis=1)  # 0 for an empty replicate
-            before = np.where(blk > 0, upto[replicates, np.maximum(blk - 1, 0)], 0)
-            running_in = _block_running_counts(flat, row_start, blocks, blk)
+            full = _BlockEnds(dense, order_all[g, :n], s, P)
+            rows = np.flatnonzero(total > 0)  # replicates with a usable trial
+            lower, upper = (total[rows] - 1) // 2, total[rows] // 2
+            blk, before = _locate(band[rows], first[c], lower, full, rows)
+            running_in = _block_running_counts(flat, row_start[rows], blocks, blk)
             lo_in, hi_in = _counts_at_most(running_in, lower - before, upper - before)
             lo, hi = blk * s + lo_in, blk * s + hi_in
-            # the upper middle lies in the same block unless that block ends at or below
-            # it; only those replicates are searched again
+            # the upper middle lies in the same block unless that block ends at or
+            # below it; only those replicates are searched again
             again = np.flatnonzero(running_in[-1] <= upper - before)
             if len(again):
-                up = upto[again]
                 k = upper[again]
-                blk2 = (up > k[:, None]).argmax(axis=1)
-                before2 = np.where(blk2 > 0, up[np.arange(len(again)), np.maximum(blk2 - 1, 0)], 0)
+                blk2, before2 = _locate(band[rows[again]], first[c], k, full, rows[again])
                 inside = _counts_at_most(
-                    _block_running_counts(flat, row_start[again], blocks, blk2), k - before2
+                    _block_running_counts(flat, row_start[rows[again]], blocks, blk2),
+                    k - before2,
                 )[0]
                 hi[again] = blk2 * s + inside
             lo, hi = np.minimum(lo, n - 1), np.minimum(hi, n - 1)
-            middle = 0.5 * (sorted_vals[lo] + sorted_vals[hi])
-            out[:, g] = np.where(total > 0, middle, np.nan)
+            out[rows, g] = 0.5 * (sorted_vals[lo] + sorted_vals[hi])
     return out
+
+
+class _BlockEnds:
+    """Running counts at every block end of one cell, for some replicates (rows)."""
+
+    def __init__(self, dense: np.ndarray, order: np.ndarray, s: int, P: int):
+        self.dense, self.order, self.s, self.P = dense, order, s, P
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        member = np.zeros((self.dense.shape[1], self.P), dtype=np.float32)
+        block = np.arange(len(self.order)) // self.s
+        member[self.order] = block[:, None] <= np.arange(self.P)
+        return (self.dense[rows] @ member).astype(np.int32)
+
+
+def _locate(band, first, k, full, rows):
+    """Block holding rank ``k`` and the running count before it, per replicate.
+
+    ``band`` holds the running counts before the band's first block and at
+    the end of each band block (then the total, unused here); ranks outside
+    the band are located from every block end (``full`` over their rows).
+    """
+    W = band.shape[1] - 2
+    w = (band[:, : W + 1] <= k[:, None]).sum(axis=1)  # band[w - 1] <= k < band[w]
+    blk = first + w - 1
+    before = band[np.arange(len(k)), np.maximum(w - 1, 0)]
+    outside = np.flatnonzero((w < 1) | (w > W))
+    if len(outside):
+        upto = full(rows[outside])
+        found = (upto > k[outside][:, None]).argmax(axis=1)
+        blk[outside] = found
+        before[outside] = np.where(
+            found > 0, upto[np.arange(len(outside)), np.maximum(found - 1, 0)], 0
+        )
+    return blk, before
 
 
 def _block_running_counts(flat, row_start, blocks, blk):
