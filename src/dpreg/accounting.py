@@ -31,7 +31,6 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import log_ndtr, ndtr
 
 from dpreg._validation import DPRegError, check_bound, check_delta, check_epsilon, check_noise_scale
 
@@ -71,6 +70,8 @@ def gdp_delta(epsilon: float, mu: float) -> float:
         raise DPRegError(f"mu must be a finite number > 0, got {mu!r}")
     if not (epsilon >= 0 and math.isfinite(epsilon)):
         raise DPRegError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
+    from scipy.special import log_ndtr, ndtr  # on first use: jobs that never compose skip scipy
+
     a = -epsilon / mu + mu / 2.0
     b = -epsilon / mu - mu / 2.0
     value = float(ndtr(a)) - math.exp(epsilon + float(log_ndtr(b)))

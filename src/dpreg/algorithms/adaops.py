@@ -61,7 +61,6 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy.special import ndtr
 
 from dpreg import mechanisms as mech
 from dpreg.algorithms._wang import C1, calibration_guard, claimed_release, quadratic_root
@@ -96,6 +95,8 @@ def adaops_constants(eps: float, delta: float, d: int, rho: float = 0.05) -> dic
 
 def margin_failure_probability(delta: float) -> float:
     """``Phi(-sqrt(ln(6/delta)))``: chance one of AdaOPS's safety margins fails."""
+    from scipy.special import ndtr  # on first use: importing the registry skips scipy
+
     return float(ndtr(-math.sqrt(math.log(6.0 / delta))))
 
 
