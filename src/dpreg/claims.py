@@ -451,8 +451,10 @@ def evaluate_claims(
         The configuration (``seed``, optional ``bootstrap``, ``experiments``
         with their ``claims``).
     trial_files : mapping, optional
-        Experiment id -> its trial files; only the columns and cells the
-        claims compare are read.
+        Experiment id -> its trial files.  A file named by several
+        experiments is read once, with only the columns and the cells that
+        the claims of all of them compare; each experiment's rows are then
+        selected from it in memory.
     trials : mapping, optional
         Experiment id -> trial table (instead of files).
     select : mapping, optional
