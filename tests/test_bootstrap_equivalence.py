@@ -371,3 +371,44 @@ def test_figures_saved_in_one_draw_equal_those_saved_with_the_placeholder_engine
     plots.plot_experiment(table, out_png=tmp_path / "b.png", out_pdf=tmp_path / "b.pdf", **kw)
     assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
     assert (tmp_path / "a.pdf").read_bytes() == (tmp_path / "b.pdf").read_bytes()
+
+
+@pytest.mark.parametrize("K, R", [(5, 7), (4, 6), (6, 1)])
+def test_medians_of_fold_constant_cells_equal_the_general_search(K, R):
+    """Cells equal within each fold (ridge, trivial) take the fold-total shortcut;
+    it must give the general search's numbers, also when folds share a value
+    (with K even, a running total can equal the upper middle's rank)."""
+    rng = np.random.default_rng(12)
+    f, r = np.indices((K, R)).reshape(2, -1)
+    cells = {
+        "distinct": np.repeat(rng.lognormal(size=K), R),
+        "shared": np.repeat(np.array([2.0, 1.0, 2.0, 3.0, 1.0, 2.0])[:K], R),  # equal values
+        "one": np.full(K * R, 4.0),
+        "noisy": np.repeat(rng.lognormal(size=K), R) * rng.lognormal(sigma=0.1, size=K * R),
+    }
+    trials = pd.concat(
+        pd.DataFrame(
+            {
+                "dataset": "d",
+                "variant": "v",
+                "algorithm": name,
+                "epsilon": 1.0,
+                "fold": f,
+                "repeat": r,
+                "mse": mse,
+                "failed": False,
+            }
+        )
+        for name, mse in cells.items()
+    )
+    boot = DesignBootstrap(trials, seed=4, resamples=400)
+    est, reps = boot.statistic("median")
+    general = bs._replicate_medians(
+        boot.values, np.isfinite(boot.values), *bs._median_layouts(*boot._design)
+    )
+    np.testing.assert_array_equal(reps, general)
+    for g in range(len(cells)):
+        for b in range(0, 400, 37):
+            sample = np.repeat(boot.values[g], boot.counts[b].astype(int))
+            assert reps[b, g] == pytest.approx(np.median(sample), rel=1e-12)
+    assert boot._fold_counts is not None  # the shortcut was taken

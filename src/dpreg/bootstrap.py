@@ -239,6 +239,7 @@ class DesignBootstrap:
         self._design = (K, R, self.resamples, int(seed), self.dataset)
         self.counts = _design_counts(*self._design)
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._fold_counts: np.ndarray | None = None  # (B, K) replicate count of each fold
         # medians are computed per cell, on demand (paired ratios need few cells); a cache
         # shared between designs of the same dataset reuses a cell's replicate medians
         self._median_cache = {} if median_cache is None else median_cache
@@ -297,7 +298,21 @@ class DesignBootstrap:
         if todo:
             values = self.values[todo]
             ok = np.isfinite(values)
-            medians = _replicate_medians(values, ok, *_median_layouts(*self._design))
+            # cells whose trials are equal within each fold (a non-private method):
+            # their replicate medians follow from the fold totals of the counts
+            by_fold = values.reshape(len(todo), self.folds, self.repeats)
+            flat = ok.all(axis=1) & (by_fold == by_fold[:, :, :1]).all(axis=(1, 2))
+            medians = np.empty((self.resamples, len(todo)))
+            if flat.any():
+                if self._fold_counts is None:
+                    self._fold_counts = self.counts.reshape(
+                        self.resamples, self.folds, self.repeats
+                    ).sum(axis=2)
+                medians[:, flat] = _fold_constant_medians(by_fold[flat, :, 0], self._fold_counts)
+            if not flat.all():
+                medians[:, ~flat] = _replicate_medians(
+                    values[~flat], ok[~flat], *_median_layouts(*self._design)
+                )
             for j, g in enumerate(todo):
                 v = values[j][ok[j]]
                 point = float(np.median(v)) if len(v) else np.nan
@@ -529,6 +544,40 @@ def _locate(band, first, k, full, rows):
             found > 0, upto[np.arange(len(outside)), np.maximum(found - 1, 0)], 0
         )
     return blk, before
+
+
+def _fold_constant_medians(fold_values: np.ndarray, fold_counts: np.ndarray) -> np.ndarray:
+    """Replicate medians of cells whose trials are equal within each fold.
+
+    Parameters
+    ----------
+    fold_values : numpy.ndarray
+        ``(G, K)`` the value shared by every trial of a fold (none failed).
+    fold_counts : numpy.ndarray
+        ``(B, K)`` how often the trials of each fold enter each replicate
+        (the replicate counts summed over the fold's repeats).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(B, G)``: what :func:`_replicate_medians` returns for these cells.
+        Sorted stably, a cell's trials form one run per fold (folds of equal
+        value in fold order), so the first position whose running count
+        exceeds a rank lies in the first fold whose running total exceeds
+        it, and the median is the mean of two fold values; K running totals
+        per replicate replace the search over the K R trials.
+    """
+    B = fold_counts.shape[0]
+    out = np.empty((B, fold_values.shape[0]))
+    for g, values in enumerate(fold_values):
+        order = np.argsort(values, kind="stable")
+        running = np.cumsum(fold_counts[:, order], axis=1)
+        total = running[:, -1]
+        lower, upper = (total - 1) // 2, total // 2
+        lo = (running <= lower[:, None]).sum(axis=1)
+        hi = (running <= upper[:, None]).sum(axis=1)
+        out[:, g] = 0.5 * (values[order][lo] + values[order][hi])
+    return out
 
 
 def _block_running_counts(flat, row_start, blocks, blk):
