@@ -351,7 +351,10 @@ def _sorted_codes(column: pd.Series, *, numeric: bool = False) -> tuple[np.ndarr
     sorted as Python sorts them, which for strings is the code-point order
     pandas sorts string group keys in.
     """
-    codes, uniques = pd.factorize(column)
+    if isinstance(column.dtype, pd.CategoricalDtype):  # the codes as they are
+        codes, uniques = column.cat.codes.to_numpy(), column.cat.categories
+    else:
+        codes, uniques = pd.factorize(column)
     if (codes < 0).any():
         raise DPRegError(f"trial column {column.name!r} has missing values")
     keys: list[Any] = [float(u) for u in uniques] if numeric else [str(u) for u in uniques]

@@ -370,7 +370,10 @@ def _selection_columns(
 
 def _name_codes(column: pd.Series) -> tuple[np.ndarray, list[str]]:
     """(code of each row, distinct names as str); code -1 for a missing value."""
-    codes, uniques = pd.factorize(column)
+    if isinstance(column.dtype, pd.CategoricalDtype):  # the codes as they are
+        codes, uniques = column.cat.codes.to_numpy(), column.cat.categories
+    else:
+        codes, uniques = pd.factorize(column)
     return codes, [str(u) for u in uniques]
 
 
