@@ -344,8 +344,13 @@ def _read_one_trials(
 
 def _sorted_categorical(values: pd.Categorical) -> pd.Categorical:
     """``values`` with only the categories that occur, in sorted (string) order."""
-    values = values.remove_unused_categories()
-    return values.reorder_categories(sorted(values.categories, key=str))
+    codes = np.asarray(values.codes)
+    used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(values.categories)))
+    names = sorted(str(values.categories[i]) for i in used)
+    rank = {name: i for i, name in enumerate(names)}
+    # new code of every old one (and -1, a missing value, stays -1)
+    recode = np.array([rank.get(str(c), -1) for c in values.categories] + [-1], dtype=np.int64)
+    return pd.Categorical.from_codes(recode[codes], categories=names)
 
 
 def _selection_columns(
