@@ -1,7 +1,7 @@
 """The summaries' faster paths give exactly the numbers of the direct computations.
 
-Each test compares a shortcut of dpreg.bootstrap, dpreg.summary, dpreg.tables
-or dpreg.claims with the plain computation it replaces (multi-key group-bys,
+Each test compares a shortcut of dpreg.bootstrap, dpreg.medians, dpreg.summary,
+dpreg.tables or dpreg.claims with the plain computation it replaces (multi-key group-bys,
 numpy.unique, one numpy.nanquantile per column, scipy.special, one read per
 experiment), with exact equality: the pipeline's tables must not change by a
 single byte.
@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 import dpreg.bootstrap as bs
+import dpreg.medians as md
 from dpreg import DPRegError
 from dpreg.bootstrap import DesignBootstrap, PairedDesigns, cell_codes, paired_ratios
 from dpreg.claims import evaluate_claims
@@ -170,7 +171,7 @@ def test_replicate_medians_equal_the_full_scan(N, band, monkeypatch):
     replicate (a narrow band sends many replicates to the search over every
     block; fold-constant values, as a non-private method gives, put the middle
     of many replicates far from the sample's)."""
-    monkeypatch.setattr(bs, "_MEDIAN_BAND", band)
+    monkeypatch.setattr(md, "_MEDIAN_BAND", band)
     rng = np.random.default_rng(N)
     B = 120
     K = 6 if N % 6 == 0 else 1
@@ -183,7 +184,7 @@ def test_replicate_medians_equal_the_full_scan(N, band, monkeypatch):
     ok = np.isfinite(values)
     padded = np.zeros((B, N + 1), dtype=np.int16)
     padded[:, :N] = counts
-    got = bs._replicate_medians(
+    got = md._replicate_medians(
         values, ok, counts.astype(np.float32), padded.ravel(), np.arange(B) * (N + 1)
     )
     for g in range(values.shape[0]):
@@ -403,7 +404,7 @@ def test_medians_of_fold_constant_cells_equal_the_general_search(K, R):
     )
     boot = DesignBootstrap(trials, seed=4, resamples=400)
     est, reps = boot.statistic("median")
-    general = bs._replicate_medians(
+    general = md._replicate_medians(
         boot.values, np.isfinite(boot.values), *bs._median_layouts(*boot._design)
     )
     np.testing.assert_array_equal(reps, general)
