@@ -7,6 +7,7 @@
 # known ones.
 
 import re
+from functools import lru_cache
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -475,18 +476,22 @@ def _dataset_bytes(dataset):
     return Path(files[0]).stat().st_size if files and Path(files[0]).is_file() else 0
 
 
+@lru_cache(maxsize=1)
+def _sweep_rank():
+    """dataset -> rank by data-file size (smallest 0), computed once per run."""
+    by_size = sorted(used_datasets(), key=lambda ds: (_dataset_bytes(ds), ds))
+    return {ds: i for i, ds in enumerate(by_size)}
+
+
 def sweep_priority(wildcards):
     """Priority of one sweep job, above every summary job.
 
     "stats" shards before the others, and within a shard larger datasets
     (by the size of their data file) first.
     """
-    if "_SWEEP_RANK" not in globals():
-        by_size = sorted(used_datasets(), key=lambda ds: (_dataset_bytes(ds), ds))
-        globals()["_SWEEP_RANK"] = {ds: i for i, ds in enumerate(by_size)}
-    rank = _SWEEP_RANK.get(wildcards.dataset, 0)
-    base = 10 + (len(_SWEEP_RANK) if wildcards.shard == "stats" else 0)
-    return base + rank
+    ranks = _sweep_rank()
+    base = 10 + (len(ranks) if wildcards.shard == "stats" else 0)
+    return base + ranks.get(wildcards.dataset, 0)
 
 
 # ---------------------------------------------------------------------------

@@ -387,6 +387,27 @@ class Algorithm:
                 check_noise_scale(r.scale, epsilon=r.epsilon, name=f"{self.name} {r.name} scale")
         return out
 
+    def releases_for(
+        self,
+        stats: SuffStats,
+        *,
+        epsilon: float,
+        delta: float,
+        rho: float = 0.05,
+        params: Mapping[str, Any] | None = None,
+    ) -> list[Release]:
+        """:meth:`releases` of one run on ``stats`` (its ``d``, ``n`` and bounds)."""
+        return self.releases(
+            epsilon=epsilon,
+            delta=delta,
+            d=stats.d,
+            bound_x=stats.bound_x,
+            bound_y=stats.bound_y,
+            rho=rho,
+            n=stats.n,
+            params=params,
+        )
+
     def outside_validity(self, **kw: Any) -> bool:
         """Whether any release of the run misses its nominal budget (``Release.valid``).
 
@@ -506,16 +527,7 @@ class Algorithm:
         parts = []
         for eps, rng in zip(epsilons, rngs, strict=True):
             rng = as_generator(rng)  # SPEC 7: None/int/SeedSequence/Generator, normalised once
-            rel = self.releases(
-                epsilon=eps,
-                delta=delta,
-                d=stats.d,
-                bound_x=stats.bound_x,
-                bound_y=stats.bound_y,
-                rho=rho,
-                n=stats.n,
-                params=resolved,
-            )
+            rel = self.releases_for(stats, epsilon=eps, delta=delta, rho=rho, params=resolved)
             parts.append(self.fit_fn(stats, rel, replace(base, rng=rng)))
         return _stack(parts, capture)
 
@@ -551,16 +563,7 @@ class Algorithm:
                 "privately pre-processed statistics"
             )
         resolved = self.resolve_params(params)
-        rel = self.releases(
-            epsilon=epsilon,
-            delta=delta,
-            d=first.d,
-            bound_x=first.bound_x,
-            bound_y=first.bound_y,
-            rho=rho,
-            n=first.n,
-            params=resolved,
-        )
+        rel = self.releases_for(first, epsilon=epsilon, delta=delta, rho=rho, params=resolved)
         opts = FitOptions(
             rng=as_generator(rng) if self.private else None,
             size=1,

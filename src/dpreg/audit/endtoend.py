@@ -304,15 +304,7 @@ def _private_stats_draws(
         spec, ranges, train, test, (0.0, 1.0), stat_rel, fold=1, rng=g_stats, size=n
     )
     st = fds[0].train
-    alg_rel = alg.releases(
-        epsilon=e_alg,
-        delta=d_alg,
-        d=st.d,
-        bound_x=st.bound_x,
-        bound_y=st.bound_y,
-        rho=rho,
-        n=st.n,
-    )
+    alg_rel = alg.releases_for(st, epsilon=e_alg, delta=d_alg, rho=rho)
     # the sweep's own fit path for private-stats runs
     res = alg.fit_runs(
         [fd.train for fd in fds], epsilon=e_alg, delta=d_alg, rng=g_alg, rho=rho, capture=True
