@@ -16,6 +16,7 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
 
 import dpreg
 from dpreg import cli
@@ -25,16 +26,33 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 PROJECT = PYPROJECT["project"]
 README = (ROOT / "README.md").read_text()
 
-#: conda-forge names of PyPI packages, where they differ
-CONDA_NAMES = {"matplotlib-base": "matplotlib"}
+LOCK_PATH = ROOT / "requirements" / "lock.txt"
+
+
+def _lock() -> dict[str, str]:
+    """Package -> exact version pinned by requirements/lock.txt."""
+    pins: dict[str, str] = {}
+    for line in LOCK_PATH.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        req = Requirement(line)
+        (spec,) = req.specifier  # exactly one specifier per line ...
+        assert spec.operator == "==", line  # ... and it is an exact pin
+        pins[canonicalize_name(req.name)] = spec.version
+    return pins
+
+
+def _declared() -> list[Requirement]:
+    """Every requirement pyproject.toml declares, base and extras."""
+    lines = [*PROJECT["dependencies"]]
+    for extra in PROJECT["optional-dependencies"].values():
+        lines += [r for r in extra if not r.startswith("dpreg")]
+    return [Requirement(r) for r in lines]
 
 
 def _reqs(lines: list[str]) -> dict[str, SpecifierSet]:
-    out = {}
-    for line in lines:
-        req = Requirement(line)
-        out[req.name.lower()] = req.specifier
-    return out
+    return {Requirement(line).name.lower(): Requirement(line).specifier for line in lines}
 
 
 def _extra(name: str) -> dict[str, SpecifierSet]:
@@ -43,30 +61,14 @@ def _extra(name: str) -> dict[str, SpecifierSet]:
 
 BASE = _reqs(PROJECT["dependencies"])
 WORKFLOW = _extra("workflow")
-PEERS = _extra("peers")
 
 
-def _env_specs(path: Path) -> tuple[dict[str, SpecifierSet], list[str]]:
-    """Package -> specifier of a conda environment file (conda and pip parts),
-    and the pip lines that install this repository (``-e ...``)."""
+def _pip_lines(path: Path) -> tuple[list[str], list[str]]:
+    """The conda packages and the pip lines of a conda environment file."""
     env = yaml.safe_load(path.read_text())
-    specs: dict[str, SpecifierSet] = {}
-    local: list[str] = []
-    entries: list[str] = []
-    for dep in env["dependencies"]:
-        if isinstance(dep, dict):
-            for line in dep["pip"]:
-                (local if line.startswith("-e ") else entries).append(line)
-        else:
-            entries.append(dep)
-    for entry in entries:
-        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)\s*(.*)", entry.strip())
-        assert m, entry
-        name, spec = m.group(1).lower(), m.group(2).replace(" ", "")
-        if name in ("python", "pip"):
-            continue
-        specs[CONDA_NAMES.get(name, name)] = SpecifierSet(spec)
-    return specs, local
+    conda = [d for d in env["dependencies"] if isinstance(d, str)]
+    pip = [line for d in env["dependencies"] if isinstance(d, dict) for line in d["pip"]]
+    return conda, pip
 
 
 # --------------------------------------------------------------------------
@@ -138,23 +140,63 @@ def test_every_module_imports_without_snakemake():
     assert int(out.stdout) >= 20
 
 
-def test_rule_environment_agrees_with_pyproject():
-    specs, local = _env_specs(ROOT / "workflow" / "envs" / "dpreg.yaml")
-    # what the rules import: the package's dependencies and the peers
-    assert specs == {**BASE, **PEERS}
-    # the package itself, from a path that does not depend on --directory
-    assert local == ["-e ${DPREG_ROOT}"]
+def test_lock_pins_every_declared_requirement_within_its_range():
+    pins = _lock()
+    for req in _declared():
+        name = canonicalize_name(req.name)
+        assert name in pins, f"requirements/lock.txt does not pin {req.name}"
+        assert req.specifier.contains(pins[name], prereleases=True), (req, pins[name])
+
+
+def test_lock_is_complete_for_the_installed_environment():
+    """Every distribution the install pulled in is pinned, at the installed
+    version, so pip cannot pick another version on a new machine."""
+    pins = _lock()
+    wanted = {canonicalize_name(r.name) for r in _declared()}
+    seen: set[str] = set()
+    while wanted:  # walk the installed dependency tree from the declared requirements
+        name = wanted.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue  # an optional dependency of the lock's platform that is not installed
+        assert name in pins, f"{name} is installed but not pinned"
+        assert dist.version == pins[name], (
+            f"{name} {dist.version} installed, lock pins {pins[name]}"
+        )
+        for line in dist.requires or []:
+            req = Requirement(line)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                wanted.add(canonicalize_name(req.name))
+    assert len(seen) > 40  # the walk did reach the transitive dependencies
+
+
+def test_build_backend_is_pinned_like_the_lock():
+    (requirement,) = PYPROJECT["build-system"]["requires"]
+    req = Requirement(requirement)
+    assert req.name == "setuptools" and str(req.specifier) == f"=={_lock()['setuptools']}"
+
+
+@pytest.mark.parametrize(
+    ("path", "lock", "package"),
+    [
+        ("environment.yml", "requirements/lock.txt", ".[workflow,peers]"),
+        ("workflow/envs/dpreg.yaml", "${DPREG_ROOT}/requirements/lock.txt", "${DPREG_ROOT}[peers]"),
+    ],
+)
+def test_conda_environments_install_from_the_lock(path, lock, package):
+    conda, pip = _pip_lines(ROOT / path)
+    # conda gives only Python and pip: every package version comes from the lock
+    assert [re.split(r"[ =<>]", c)[0] for c in conda] == ["python", "pip"]
+    assert pip == [f"-c {lock}", f"-e {package}"]
 
 
 def test_snakefile_tells_the_environment_where_the_package_is():
     snakefile = (ROOT / "Snakefile").read_text()
     assert re.search(r'os\.environ\["DPREG_ROOT"\]\s*=.*workflow\.basedir', snakefile)
-
-
-def test_conda_environment_agrees_with_pyproject():
-    specs, local = _env_specs(ROOT / "environment.yml")
-    assert specs == {**BASE, **WORKFLOW, **PEERS}
-    assert local == ["-e ."]  # relative to environment.yml, i.e. the repository
 
 
 def test_environment_python_meets_requires_python():
@@ -176,18 +218,24 @@ def _quick_start_commands() -> list[str]:
 
 def test_readme_quick_start_has_exactly_two_commands():
     run, test = _quick_start_commands()
-    assert run == 'pip install -e ".[workflow,peers]" && snakemake --cores 2'
-    assert test == 'pip install -e ".[test,peers]" && python -m pytest'
+    assert (
+        run == 'pip install -c requirements/lock.txt -e ".[workflow,peers]" && snakemake --cores 2'
+    )
+    assert test == 'pip install -c requirements/lock.txt -e ".[test,peers]" && python -m pytest'
 
 
-def test_ci_runs_the_readme_test_command_then_the_linters():
+def test_ci_runs_the_readme_test_command_in_a_new_venv_then_the_linters():
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     commands = [line for line in ci if line and not line.startswith(("#", "set ", "cd "))]
     test_command = _quick_start_commands()[1]
-    assert commands[0] == test_command
-    tools = [shlex.split(c)[0] for c in commands[1:]]
+    at = commands.index(test_command)  # verbatim
+    # before it: a new venv in a temporary directory, activated
+    setup = commands[:at]
+    assert setup[0] == 'venv="$(mktemp -d)/venv"'
+    assert setup[1:] == ['python3 -m venv "$venv"', 'source "$venv/bin/activate"']
+    tools = [shlex.split(c)[0] for c in commands[at + 1 :]]
     assert tools == ["ruff", "ruff", "snakefmt", "snakemake", "mypy"]
-    assert "--check" in commands[3] and "--lint" in commands[4]
+    assert "--check" in commands[at + 3] and "--lint" in commands[at + 4]
 
 
 def test_readme_python_snippet_runs_as_written(tmp_path):
