@@ -99,14 +99,74 @@ _FULL = {
 }
 
 
-def _parse_samples(text: str) -> int:
+#: The largest sample counts accepted: the declared layer holds its draws in
+#: memory (8 bytes each, two hypotheses), the end-to-end layer runs one fit per
+#: sample; beyond these a run cannot finish on a workstation.
+MAX_SAMPLES = 10**8
+MAX_FITS = 10**7
+#: The epsilon range the audit can judge: below it no test has power, above it
+#: the privacy-loss distribution overflows double precision.
+AUDIT_EPSILON_RANGE = (1e-3, 100.0)
+
+
+def _number(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(value) and value >= 4 and value == int(value)):
-        raise argparse.ArgumentTypeError(f"samples must be an integer >= 4, got {text!r}")
-    return int(value)
+
+
+def _count(limit: int) -> Any:
+    def parse(text: str) -> int:
+        value = _number(text)
+        if not (math.isfinite(value) and value == int(value) and 4 <= value <= limit):
+            raise argparse.ArgumentTypeError(
+                f"must be an integer from 4 to {limit:.0e}, got {text!r}"
+            )
+        return int(value)
+
+    return parse
+
+
+_parse_samples = _count(MAX_SAMPLES)
+_parse_fits = _count(MAX_FITS)
+
+
+def _parse_epsilon(text: str) -> float:
+    value = _number(text)
+    lo, hi = AUDIT_EPSILON_RANGE
+    if not (math.isfinite(value) and lo <= value <= hi):
+        raise argparse.ArgumentTypeError(f"must be a number from {lo:g} to {hi:g}, got {text!r}")
+    return value
+
+
+def _open_unit(what: str) -> Any:
+    def parse(text: str) -> float:
+        value = _number(text)
+        if not (math.isfinite(value) and 0.0 < value < 1.0):
+            raise argparse.ArgumentTypeError(
+                f"{what} must be a number strictly between 0 and 1, got {text!r}"
+            )
+        return value
+
+    return parse
+
+
+def _parse_seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
+    return value
+
+
+def _parse_factor(text: str) -> float:
+    value = _number(text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -138,28 +198,36 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--e2e-samples",
-        type=_parse_samples,
+        type=_parse_fits,
         default=None,
         help=f"end-to-end layer: fits per hypothesis (full {E2E_SAMPLES:.0e}, quick 2e4)",
     )
     p.add_argument(
         "--ps-samples",
-        type=_parse_samples,
+        type=_parse_fits,
         default=None,
         help="end-to-end runs per hypothesis behind private-stats (full 5e3, quick 1e3)",
     )
     p.add_argument(
         "--ps-shares",
-        type=float,
+        type=_open_unit("a private-stats share"),
         nargs="*",
         default=None,
         help="private-stats epsilon shares audited end to end (full 0.1 0.3, quick 0.1)",
     )
-    p.add_argument("--seed", type=int, default=20200601, help="root seed (default 20200601)")
     p.add_argument(
-        "--epsilon", type=float, nargs="+", default=None, help="total epsilon(s) (full 0.1 1)"
+        "--seed", type=_parse_seed, default=20200601, help="root seed (default 20200601)"
     )
-    p.add_argument("--delta", type=float, default=1e-6, help="claimed delta (default 1e-6)")
+    p.add_argument(
+        "--epsilon",
+        type=_parse_epsilon,
+        nargs="+",
+        default=None,
+        help="total epsilon(s) (full 0.1 1)",
+    )
+    p.add_argument(
+        "--delta", type=_open_unit("delta"), default=1e-6, help="claimed delta (default 1e-6)"
+    )
     p.add_argument(
         "--algorithms",
         nargs="+",
@@ -170,13 +238,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="write audit.csv and audit.json to this directory")
     p.add_argument(
         "--noise-factor",
-        type=float,
+        type=_parse_factor,
         default=1.0,
         help="declared layer: multiply every noise scale (e.g. 0.25 shows a broken version)",
     )
     p.add_argument(
         "--check-samples",
-        type=int,
+        type=_parse_fits,
         default=None,
         help=f"declared layer: direct draws verifying the shortcut (full {CHECK_SAMPLES})",
     )
@@ -383,12 +451,34 @@ def write_outputs(out_dir: str | Path, records: Sequence[dict[str, Any]], meta: 
     _atomic_write(out / "audit.md", summary_markdown(records, meta))
 
 
+def _unwritable(path: Path, is_dir: bool) -> str | None:
+    """Why ``path`` cannot receive the audit's output (checked before the run, not after it)."""
+    if is_dir and path.exists() and not path.is_dir():
+        return "exists and is not a directory"
+    if not is_dir and path.is_dir():
+        return "is a directory, not a file"
+    folder = path if is_dir else path.parent
+    while not folder.exists():  # the nearest existing ancestor must let us create the rest
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is not a directory"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"{folder} is not writable"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the audit; 0 when every private record passes, 1 when one fails, 2 on bad arguments."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     names: list[str] = []
-    for item in args.algorithms or list(AUDITED):
-        names.extend(s for s in item.split(",") if s)
+    for item in args.algorithms if args.algorithms is not None else list(AUDITED):
+        names.extend(s.strip() for s in item.split(",") if s.strip())
+    if not names:
+        parser.error(f"--algorithms names no target; known targets: {', '.join(AUDITED)}")
+    for flag, value, is_dir in (("--out", args.out, True), ("--json-out", args.json_out, False)):
+        if value is not None and (problem := _unwritable(Path(value), is_dir)):
+            parser.error(f"{flag} {value}: {problem}")
     settings = _settings(args)
     lines: list[str] = []
 
