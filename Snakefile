@@ -17,7 +17,11 @@
 import os
 import sys
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version
+
+from dpreg import DPRegError
+from dpreg.configfile import check_config_files
 
 min_version("9.0")
 
@@ -26,6 +30,17 @@ os.environ["DPREG_ROOT"] = workflow.basedir  # the rules' conda env installs dpr
 
 envvars:
     "DPREG_ROOT",
+
+
+# every config file, read strictly before Snakemake's own reader merges the
+# default one: a repeated key, an alias bomb, a binary or empty file stops here
+# with the file and line (dpreg.configfile)
+try:
+    check_config_files(
+        [*workflow.configfiles, *[p for p in ["config/config.yaml"] if os.path.exists(p)]]
+    )
+except DPRegError as err:
+    raise WorkflowError(str(err)) from None
 
 
 configfile: "config/config.yaml"

@@ -1,0 +1,128 @@
+"""Config files are read strictly: one message naming the file and line for a
+repeated key, an alias bomb, a binary, empty or non-mapping file, bad syntax."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dpreg import DPRegError
+from dpreg.configfile import MAX_CONFIG_BYTES, MAX_CONFIG_VALUES, load_config_file
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = sorted(
+    [
+        *ROOT.glob("config/*.yaml"),
+        *ROOT.glob(".test/config/*.yaml"),
+        *ROOT.glob("examples/**/*.yaml"),
+    ]
+)
+
+BOMB = """
+a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]
+f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]
+g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
+h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]
+i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h]
+"""
+
+
+def _write(tmp_path, body: str | bytes, name: str = "config.yaml") -> Path:
+    path = tmp_path / name
+    (path.write_bytes if isinstance(body, bytes) else path.write_text)(body)
+    return path
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_shipped_configs_read_as_pyyaml_reads_them(path):
+    assert load_config_file(path) == yaml.safe_load(path.read_text())
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("seed: 1\nepsilons: [1]\nepsilons: [5]\n", "line 3: key 'epsilons' is given twice"),
+        (
+            "datasets:\n  bike: {uci_id: 275}\n  airfoil: {uci_id: 291}\n  bike: {uci_id: 1}\n",
+            "line 4: key 'bike' is given twice in one mapping (first on line 2)",
+        ),
+        ("seed: 1\n\tdelta: 1\n", "line 2, column 1"),
+        ("seed: [1\n", "not valid YAML"),
+        ("", "is empty"),
+        ("- 1\n- 2\n", "is a list"),
+        ("just text\n", "is a str"),
+        (BOMB, f"expand to more than {MAX_CONFIG_VALUES:,} values"),
+    ],
+    ids=["top-level-key", "dataset-key", "tab", "syntax", "empty", "list", "scalar", "alias-bomb"],
+)
+def test_bad_config_is_one_message_naming_file_and_what_is_wrong(tmp_path, body, message):
+    path = _write(tmp_path, body)
+    t0 = time.perf_counter()
+    with pytest.raises(DPRegError) as err:
+        load_config_file(path)
+    assert str(path) in str(err.value) and message in str(err.value)
+    # the bomb is measured without being expanded (9**9 values): a generous bound
+    # that an expansion (minutes, gigabytes) could never meet
+    assert time.perf_counter() - t0 < 5
+
+
+def test_merge_keys_and_small_aliases_are_allowed(tmp_path):
+    body = "base: &b {folds: 10}\ncv:\n  <<: *b\n  repeats: 2\nother: *b\n"
+    assert load_config_file(_write(tmp_path, body))["cv"] == {"folds": 10, "repeats": 2}
+
+
+def test_binary_file_is_refused(tmp_path):
+    path = _write(tmp_path, bytes(range(256)))
+    with pytest.raises(DPRegError, match="not UTF-8 text"):
+        load_config_file(path)
+
+
+def test_nul_bytes_are_refused(tmp_path):
+    with pytest.raises(DPRegError, match="NUL"):
+        load_config_file(_write(tmp_path, "seed: 1\0\n"))
+
+
+def test_oversized_file_is_refused_before_reading(tmp_path):
+    path = _write(tmp_path, "#" * (MAX_CONFIG_BYTES + 1))
+    with pytest.raises(DPRegError, match="at most"):
+        load_config_file(path)
+
+
+def test_missing_file_names_the_path(tmp_path):
+    with pytest.raises(DPRegError, match="cannot be read"):
+        load_config_file(tmp_path / "nope.yaml")
+
+
+@pytest.mark.workflow
+def test_snakemake_stops_on_a_repeated_key_before_running(tmp_path):
+    cfg = _write(tmp_path, "seed: 1\nseed: 2\n", "dup.yaml")
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--configfile",
+            str(cfg),
+            "--directory",
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ},
+        timeout=300,
+    )
+    assert out.returncode != 0
+    text = out.stdout + out.stderr
+    assert "key 'seed' is given twice" in text and str(cfg) in text
