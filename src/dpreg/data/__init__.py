@@ -32,51 +32,52 @@ and deliver the length its ``Content-Length`` header announces.
 
 Entry keys (:data:`DATASET_KEYS`)
 ---------------------------------
-=================  =========================================================
-key                meaning
-=================  =========================================================
-uci_id             UCI Machine Learning Repository id (int).
-url                http(s) address of a data file; needs ``sha256``.
-format             ``csv`` | ``whitespace`` | ``zip`` | ``tgz``; default from
-                   the file suffix (``.zip``, ``.tgz``/``.tar.gz``, else
-                   ``csv``).  Files need a header row with distinct names; a
-                   member of an archive is comma-separated if its first line
-                   holds a comma, otherwise whitespace-separated.
-member             file inside a zip/tgz archive (may be omitted when the
-                   archive holds one file).
-path               local data file, or folder with ``data.csv`` +
-                   ``metadata.json`` (the mirror layout); relative to the
-                   working directory.
-sha256             expected SHA-256 of the downloaded file (url, uci_id: the
-                   CSV that the UCI API points to) or of the local file
-                   (path; ``data.csv`` for a folder).  Not applied to the
-                   mirror, which SHA256SUMS pins.
-refresh            ``true``: download (uci_id/url) even if the mirror or the
-                   download cache holds the dataset.
-download_deadline  seconds the whole download may take (default 600).
-target             target column; default the single column with role Target.
-target_transform   ``none`` (default) | ``log`` (needs y > 0) | ``log1p``
-                   (needs y > -1).
-set_values         data row (1 = the row after the header) -> {column:
-                   value}: corrections of single cells of the raw table,
-                   applied first.
-recode             column -> {value: new value}: a value map (e.g. text
-                   categories to codes), applied after ``set_values``; every
-                   value named must occur in the column.
-drop               columns removed.
-include            columns used as features although their role is not
-                   Feature (ID, Other and other Target columns are dropped
-                   otherwise).
-dates              column -> parts, from year, month, day, weekday
-                   (Monday = 0), dayofyear, hour, minute, second; the column
-                   is replaced by numeric columns ``<column>_<part>`` at its
-                   position.  A column of times of day (``HH:MM`` or
-                   ``HH:MM:SS``) has the parts hour, minute, second.
-missing            ``error`` (default) | ``drop_rows`` | ``zero`` (fill NaN
-                   with 0, as Wang 2018 did).  Infinite values are always
-                   an error.
-description        free text, copied into the provenance sidecar.
-=================  =========================================================
+==================  =========================================================
+key                 meaning
+==================  =========================================================
+uci_id              UCI Machine Learning Repository id (int).
+url                 http(s) address of a data file; needs ``sha256``.
+format              ``csv`` | ``whitespace`` | ``zip`` | ``tgz``; default from
+                    the file suffix (``.zip``, ``.tgz``/``.tar.gz``, else
+                    ``csv``).  Files need a header row with distinct names; a
+                    member of an archive is comma-separated if its first line
+                    holds a comma, otherwise whitespace-separated.
+member              file inside a zip/tgz archive (may be omitted when the
+                    archive holds one file).
+path                local data file, or folder with ``data.csv`` +
+                    ``metadata.json`` (the mirror layout); relative to the
+                    working directory.
+sha256              expected SHA-256 of the downloaded file (url, uci_id: the
+                    CSV that the UCI API points to) or of the local file
+                    (path; ``data.csv`` for a folder).  Not applied to the
+                    mirror, which SHA256SUMS pins.
+refresh             ``true``: download (uci_id/url) even if the mirror or the
+                    download cache holds the dataset.
+download_deadline   seconds the whole download may take (default 600).
+download_max_bytes  largest download accepted, in bytes (default 1 GiB).
+target              target column; default the single column with role Target.
+target_transform    ``none`` (default) | ``log`` (needs y > 0) | ``log1p``
+                    (needs y > -1).
+set_values          data row (1 = the row after the header) -> {column:
+                    value}: corrections of single cells of the raw table,
+                    applied first.
+recode              column -> {value: new value}: a value map (e.g. text
+                    categories to codes), applied after ``set_values``; every
+                    value named must occur in the column.
+drop                columns removed.
+include             columns used as features although their role is not
+                    Feature (ID, Other and other Target columns are dropped
+                    otherwise).
+dates               column -> parts, from year, month, day, weekday
+                    (Monday = 0), dayofyear, hour, minute, second; the column
+                    is replaced by numeric columns ``<column>_<part>`` at its
+                    position.  A column of times of day (``HH:MM`` or
+                    ``HH:MM:SS``) has the parts hour, minute, second.
+missing             ``error`` (default) | ``drop_rows`` | ``zero`` (fill NaN
+                    with 0, as Wang 2018 did).  Infinite values are always
+                    an error.
+description         free text, copied into the provenance sidecar.
+==================  =========================================================
 
 Exactly one of ``uci_id``, ``url``, ``path`` is required, except for a
 dataset held by the mirror, which may have none (mirror only) or a

@@ -1,10 +1,12 @@
 """Downloads of ``uci_id`` and ``url`` sources, with a deadline and a cache.
 
 A download must finish within the entry's ``download_deadline`` (seconds for
-the whole transfer, not per read: a server that trickles one byte at a time
-is cut off), must deliver the length the server announces in its
-``Content-Length`` header, and is kept in an optional cache so that a rerun
-works offline.
+the whole transfer, not per read), must not stall (less than
+:data:`STALL_BYTES` in any :data:`STALL_SECONDS`), must not exceed
+``download_max_bytes`` (the body streams to a temporary file, so memory stays
+bounded whatever the server sends), must deliver the length the server
+announces in its ``Content-Length`` header, and is kept in an optional cache
+so that a rerun works offline.
 """
 
 from __future__ import annotations
@@ -26,9 +28,16 @@ from typing import Any
 
 import pandas as pd
 
-from dpreg.data.entries import OFFLINE_HINT, fail
+from dpreg.data.entries import DEFAULT_DOWNLOAD_MAX_BYTES, OFFLINE_HINT, fail
 
-__all__ = ["READ_TIMEOUT", "download", "download_source", "sha256_hex"]
+__all__ = [
+    "READ_TIMEOUT",
+    "STALL_BYTES",
+    "STALL_SECONDS",
+    "download",
+    "download_source",
+    "sha256_hex",
+]
 
 #: Seconds one network read may wait (the overall limit is ``download_deadline``).
 READ_TIMEOUT = 60.0
@@ -41,7 +50,28 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+#: A body that delivers fewer than STALL_BYTES in any STALL_SECONDS window is
+#: cut off before the deadline (a server trickling a byte a second would
+#: otherwise hold the job for the whole ``download_deadline``).
+STALL_SECONDS = 30.0
+STALL_BYTES = 1024
+#: Bodies up to this size stay in memory; larger ones spool to a temporary file.
+_SPOOL_IN_MEMORY = 8 << 20
+
+
 class _DeadlineExceeded(Exception):
+    def __init__(self, received: int) -> None:
+        super().__init__(received)
+        self.received = received
+
+
+class _Stalled(Exception):
+    def __init__(self, received: int) -> None:
+        super().__init__(received)
+        self.received = received
+
+
+class _TooLarge(Exception):
     def __init__(self, received: int) -> None:
         super().__init__(received)
         self.received = received
@@ -53,16 +83,34 @@ class _ShortBody(Exception):
         self.received, self.announced = received, announced
 
 
-def _read_body(response: http.client.HTTPResponse, stop_at: float) -> bytes:
-    """The body, read piecewise (``read1``) so the deadline is checked between pieces."""
-    buf = io.BytesIO()
-    while True:
-        if time.monotonic() > stop_at:
-            raise _DeadlineExceeded(buf.tell())
-        piece = response.read1(_CHUNK)
-        if not piece:
-            return buf.getvalue()
-        buf.write(piece)
+def _read_body(
+    response: http.client.HTTPResponse,
+    stop_at: float,
+    max_bytes: int,
+    clock: Any = time.monotonic,
+) -> bytes:
+    """The body, streamed piecewise (``read1``) into a spooled temporary file, with
+    the deadline, the size limit and the stall rule checked between pieces."""
+    with tempfile.SpooledTemporaryFile(max_size=_SPOOL_IN_MEMORY) as buf:
+        received = 0
+        window_start, window_bytes = clock(), 0
+        while True:
+            now = clock()
+            if now > stop_at:
+                raise _DeadlineExceeded(received)
+            if now - window_start >= STALL_SECONDS:
+                if window_bytes < STALL_BYTES:
+                    raise _Stalled(received)
+                window_start, window_bytes = now, 0
+            piece = response.read1(_CHUNK)
+            if not piece:
+                buf.seek(0)
+                return buf.read()
+            received += len(piece)
+            window_bytes += len(piece)
+            if received > max_bytes:
+                raise _TooLarge(received)
+            buf.write(piece)
 
 
 def _announced_length(response: http.client.HTTPResponse) -> int | None:
@@ -75,19 +123,24 @@ def _announced_length(response: http.client.HTTPResponse) -> int | None:
         return None
 
 
-def _fetch_within(url: str, deadline: float) -> bytes:
+def _fetch_within(url: str, deadline: float, max_bytes: int) -> bytes:
     stop_at = time.monotonic() + deadline
     request = urllib.request.Request(url, headers={"User-Agent": "dpreg"})
     with urllib.request.urlopen(request, timeout=min(READ_TIMEOUT, deadline)) as response:
         announced = _announced_length(response)
-        data = _read_body(response, stop_at)
+        if announced is not None and announced > max_bytes:
+            raise _TooLarge(announced)
+        data = _read_body(response, stop_at, max_bytes)
     if announced is not None and len(data) != announced:
         raise _ShortBody(len(data), announced)
     return data
 
 
-def download(name: str, url: str, *, deadline: float) -> bytes:
-    """Fetch ``url`` within ``deadline`` seconds; refuse a body shorter than announced.
+def download(
+    name: str, url: str, *, deadline: float, max_bytes: int = DEFAULT_DOWNLOAD_MAX_BYTES
+) -> bytes:
+    """Fetch ``url`` within ``deadline`` seconds and ``max_bytes`` bytes; refuse a body
+    shorter than announced or one that stalls.
 
     Parameters
     ----------
@@ -99,6 +152,11 @@ def download(name: str, url: str, *, deadline: float) -> bytes:
         Seconds the whole download (connection, headers and body) may take.
         One read waits at most ``min(READ_TIMEOUT, deadline)``, so the run
         stops at most that long after the deadline.
+    max_bytes : int
+        Largest body accepted (the entry's ``download_max_bytes``); the body
+        streams to a temporary file, so memory stays bounded whatever the
+        server sends, and an announced ``Content-Length`` above it is
+        refused before the body is read.
 
     Raises
     ------
@@ -108,7 +166,17 @@ def download(name: str, url: str, *, deadline: float) -> bytes:
         ``Content-Length``; each message ends with the offline hint.
     """
     try:
-        return _fetch_within(url, deadline)
+        return _fetch_within(url, deadline, max_bytes)
+    except _TooLarge as exc:
+        reason = (
+            f"the file is larger than download_max_bytes = {max_bytes} ({exc.received} bytes "
+            "announced or received); raise download_max_bytes in the entry if it is expected"
+        )
+    except _Stalled as exc:
+        reason = (
+            f"the server sent less than {STALL_BYTES} bytes in {STALL_SECONDS:g} s "
+            f"({exc.received} bytes received in all); the transfer stalled"
+        )
     except _ShortBody as exc:
         reason = (
             f"the body was cut short: {exc.received} of the {exc.announced} bytes the server "
@@ -144,7 +212,9 @@ def _socket_timeout(seconds: float) -> Iterator[None]:
         socket.setdefaulttimeout(old)
 
 
-def _fetch_uci(name: str, uci_id: int, deadline: float) -> tuple[bytes, list[dict[str, str]], str]:
+def _fetch_uci(
+    name: str, uci_id: int, deadline: float, max_bytes: int
+) -> tuple[bytes, list[dict[str, str]], str]:
     """Fetch a UCI dataset via ucimlrepo: (CSV bytes, variables with roles, data_url)."""
     import ucimlrepo
     from ucimlrepo.fetch import DatasetNotFoundError
@@ -163,7 +233,7 @@ def _fetch_uci(name: str, uci_id: int, deadline: float) -> tuple[bytes, list[dic
     data_url = str(result.metadata.data_url)
     # ucimlrepo parses the CSV without exposing its bytes: read the same
     # address once more so the bytes used are the bytes hashed.
-    data = download(name, data_url, deadline=deadline)
+    data = download(name, data_url, deadline=deadline, max_bytes=max_bytes)
     variables = [
         {"name": str(n), "role": str(r)}
         for n, r in zip(result.variables["name"], result.variables["role"], strict=True)
@@ -222,10 +292,11 @@ def download_source(
             return cached
     deadline = e["download_deadline"]
     if e["uci_id"] is not None:
-        data, variables, data_url = _fetch_uci(name, e["uci_id"], deadline)
+        data, variables, data_url = _fetch_uci(name, e["uci_id"], deadline, e["download_max_bytes"])
         detail = f"UCI id {e['uci_id']} via {data_url}"
     else:
-        data, variables, detail = download(name, e["url"], deadline=deadline), [], e["url"]
+        data = download(name, e["url"], deadline=deadline, max_bytes=e["download_max_bytes"])
+        variables, detail = [], e["url"]
     if paths is not None:
         info = {"sha256": sha256_hex(data), "variables": variables, "detail": detail}
         write_atomic(paths[0], data)

@@ -38,6 +38,7 @@ DATASET_KEYS: Mapping[str, str] = MappingProxyType(
         "sha256": "expected SHA-256 of the downloaded or local data file",
         "refresh": "true: download even if the mirror or cache holds the dataset",
         "download_deadline": "seconds a whole download may take (default 600)",
+        "download_max_bytes": "largest download accepted, in bytes (default 1 GiB)",
         "target": "target column (default: the variable with role Target)",
         "target_transform": "none | log | log1p",
         "set_values": "data row (from 1) -> {column: value}: corrections of single cells",
@@ -72,6 +73,9 @@ SOURCES: tuple[str, ...] = ("mirror", "uci", "url", "path")
 
 #: Seconds a whole download may take unless the entry sets ``download_deadline``.
 DEFAULT_DOWNLOAD_DEADLINE = 600.0
+#: Bytes a download may deliver unless the entry sets ``download_max_bytes``
+#: (the largest dataset of Wang's suite is about 60 MB).
+DEFAULT_DOWNLOAD_MAX_BYTES = 1 << 30
 
 #: Wang's recipes for the four datasets of the thesis (SPEC section 1) and the
 #: README's example of adding a dataset.  ``config/config.yaml`` repeats them.
@@ -127,6 +131,7 @@ _DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "sha256": None,
         "refresh": False,
         "download_deadline": DEFAULT_DOWNLOAD_DEADLINE,
+        "download_max_bytes": DEFAULT_DOWNLOAD_MAX_BYTES,
         "target": None,
         "target_transform": "none",
         "set_values": {},
@@ -253,6 +258,9 @@ def _check_download(name: str, e: dict[str, Any]) -> None:
     if not _is_number(limit) or not math.isfinite(limit) or limit <= 0:
         raise fail(name, f"download_deadline must be a number of seconds > 0, got {limit!r}")
     e["download_deadline"] = float(limit)
+    size = e["download_max_bytes"]
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise fail(name, f"download_max_bytes must be a whole number of bytes >= 1, got {size!r}")
 
 
 def _check_target(name: str, e: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ import io
 import json
 import os
 import tarfile
+import tempfile
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from dpreg.data.download import download_source, sha256_hex
+from dpreg.data.download import download_source, sha256_hex, write_atomic
 from dpreg.data.entries import OFFLINE_HINT, ROLES, fail, validate_entry
 
 __all__ = ["RawDataset", "fetch_raw"]
@@ -264,16 +265,38 @@ def _from_mirror(name: str, mirror: Path) -> RawDataset | None:
     return _from_folder(name, folder, expected, "mirror")
 
 
+#: Where a download that is not (yet) pinned, or does not match its pin, is
+#: kept for the user to check (the download cache when one is given).
+UNVERIFIED_DIR = Path(tempfile.gettempdir()) / "dpreg-unverified"
+
+
+def _keep_unverified(name: str, data: bytes, sha: str, cache_dir: Path | None) -> Path:
+    """Save a download the run will not use, so the message can name a file to check."""
+    path = (cache_dir or UNVERIFIED_DIR) / f"{name}-{sha[:16]}.unverified"
+    write_atomic(path, data)
+    return path
+
+
 def _from_download(name: str, e: Mapping[str, Any], cache_dir: Path | None) -> RawDataset:
     data, variables, detail = download_source(name, e, cache_dir)
     sha = sha256_hex(data)
     if e["url"] is not None and e["sha256"] is None:
+        kept = _keep_unverified(name, data, sha, cache_dir)
         raise fail(
             name,
-            f"a url source must be pinned: add  sha256: {sha}  to its entry (the SHA-256 of "
-            f"the file just downloaded from {e['url']}), after checking that file",
+            f"a url source must be pinned: the file just downloaded from {e['url']} "
+            f"({len(data)} bytes) is saved as {kept}; check it (its size, row count and "
+            f"last line: a transfer cut short also gets a hash), then add  sha256: {sha}  "
+            "to the entry",
         )
-    _check_pin(name, e["sha256"], sha, detail)
+    if e["sha256"] is not None and e["sha256"] != sha:
+        kept = _keep_unverified(name, data, sha, cache_dir)
+        raise fail(
+            name,
+            f"sha256 mismatch for {detail}: expected {e['sha256']}, got {sha} for the "
+            f"{len(data)} bytes received, saved as {kept}; the file changed, is not the "
+            "pinned one or was cut short (check the saved file before changing sha256)",
+        )
     fmt = "csv" if e["uci_id"] is not None else e["format"]
     frame = read_table(name, data, fmt, e["member"], detail)
     roles = _roles_from_metadata(name, {"variables": variables}, list(frame.columns), detail)
