@@ -86,7 +86,7 @@ def test_citation_cites_the_project_and_its_two_sources():
     assert cff["cff-version"] == "1.2.0"
     assert cff["type"] == "software" and cff["license"] == "MIT"
     assert cff["authors"] == [{"name": "The dpreg authors"}]
-    assert "version" not in cff  # the version lives in dpreg/__init__.py only
+    assert str(cff["version"]) == dpreg.__version__  # stated for citers, tied by this test
     refs = {(r["type"], r["authors"][0]["family-names"], r["year"]) for r in cff["references"]}
     assert refs == {("thesis", "Kalaja", 2020), ("conference-paper", "Wang", 2018)}
     wang = next(r for r in cff["references"] if r["type"] == "conference-paper")
@@ -99,8 +99,13 @@ def test_version_is_defined_once():
     assert attr == "dpreg.__version__"
     assert importlib.metadata.version("dpreg") == dpreg.__version__
     # no second copy of the number in the files a release would have to bump
-    for name in ("pyproject.toml", "CITATION.cff", "environment.yml", "workflow/envs/dpreg.yaml"):
+    for name in ("pyproject.toml", "environment.yml", "workflow/envs/dpreg.yaml"):
         assert dpreg.__version__ not in (ROOT / name).read_text(), name
+    # the citation must name a version and its date: it is tied to the package's by a test
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert str(citation["version"]) == dpreg.__version__
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    assert f"## {dpreg.__version__} ({citation['date-released']})" in changelog
 
 
 def test_package_ships_type_information():
@@ -118,7 +123,7 @@ def test_snakemake_is_an_extra_not_a_dependency():
     assert BASE["scikit-learn"] == SpecifierSet(">=1.6,<1.8")
     assert {"snakemake", "snakemake-executor-plugin-slurm"} <= set(WORKFLOW)
     test_extra = PROJECT["optional-dependencies"]["test"]
-    assert "dpreg[workflow]" in test_extra
+    assert "dpreg[workflow,docs]" in test_extra
     assert {"pytest", "ruff", "mypy", "snakefmt"} <= set(_extra("test"))
 
 
@@ -234,8 +239,9 @@ def test_ci_runs_the_readme_test_command_in_a_new_venv_then_the_linters():
     assert setup[0] == 'venv="$(mktemp -d)/venv"'
     assert setup[1:] == ['python3 -m venv "$venv"', 'source "$venv/bin/activate"']
     tools = [shlex.split(c)[0] for c in commands[at + 1 :]]
-    assert tools == ["ruff", "ruff", "snakefmt", "snakemake", "mypy"]
+    assert tools == ["ruff", "ruff", "snakefmt", "snakemake", "mypy", "sphinx-build"]
     assert "--check" in commands[at + 3] and "--lint" in commands[at + 4]
+    assert "-W" in shlex.split(commands[at + 6])  # the docs build treats warnings as errors
 
 
 def test_readme_python_snippet_runs_as_written(tmp_path):

@@ -11,7 +11,7 @@ and light submodules such as :mod:`dpreg.joblog` stay cheap.
 from importlib import import_module
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _LAZY = {
     "DPRegError": "dpreg._validation",

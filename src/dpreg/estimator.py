@@ -206,7 +206,7 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features_in_,)
+    coef_ : ndarray of shape (n_features,)
     intercept_ : float
         Always 0.0 (the model has no intercept term).
     lambda_ : float

@@ -1,4 +1,4 @@
-"""Logging set-up for one Snakemake job (used by workflow/scripts/*).
+"""Logging set-up for one Snakemake job (used by ``workflow/scripts/*``).
 
 Imports nothing heavy, so an adapter can send everything to its log file
 before it imports the rest of the package.
