@@ -49,6 +49,7 @@ import numpy as np
 
 from dpreg._validation import DPRegError, check_choice
 from dpreg.algorithms import ALGORITHMS
+from dpreg.progress import progress
 from dpreg.audit.declared import CHECK_SAMPLES, DEFAULT_SAMPLES, audit_algorithm
 from dpreg.audit.endtoend import E2E_SAMPLES, audit_end_to_end
 from dpreg.audit.model import AUDITED, DEFAULT_D, MECHANISMS, declared_layout
@@ -281,7 +282,7 @@ def run_audit(
 
     for eps in settings["epsilon"]:
         if layer in ("both", "end-to-end"):
-            for name in names:
+            for name in progress(names, desc=f"audit end-to-end, epsilon {eps:g}", unit="target"):
                 if name in MECHANISMS:
                     continue
                 kw = {"epsilon": eps, "delta": delta, "seed": seed}
@@ -294,7 +295,7 @@ def run_audit(
                 for share in settings["ps_shares"]:
                     add(_guarded(name, eps, share, samples=settings["ps_samples"], **kw))
         if layer in ("both", "declared"):
-            for name in names:
+            for name in progress(names, desc=f"audit declared, epsilon {eps:g}", unit="target"):
                 if name not in MECHANISMS and not _has_model(name, eps, delta):
                     continue
                 add(
