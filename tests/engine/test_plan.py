@@ -102,13 +102,14 @@ def test_experiment_and_used_datasets_keep_config_order():
         e2=exp(["ridge"], datasets="all"),
         e3=exp(["trivial"], datasets=["c"]),
     )
+    cfg["datasets"] = {name: cfg["datasets"][name] for name in ("c", "a", "b")}
     plan = Plan.from_config(cfg)
-    assert plan.datasets == ["a", "b", "c"]
+    assert plan.datasets == ["c", "a", "b"]
     assert plan.experiment_datasets("e1") == ["c", "a"]  # as the experiment lists them
-    assert plan.experiment_datasets("e2") == ["a", "b", "c"]
-    assert plan.used_datasets() == ["a", "b", "c"]
+    assert plan.experiment_datasets("e2") == ["c", "a", "b"]
+    assert plan.used_datasets() == ["c", "a", "b"]
     cfg["run"] = ["e3", "e1"]
-    assert Plan.from_config(cfg).used_datasets() == ["a", "c"]  # config order, b unused
+    assert Plan.from_config(cfg).used_datasets() == ["c", "a"]  # config order, b unused
 
 
 def test_claim_experiments_are_the_run_experiments_with_claims():
@@ -158,10 +159,11 @@ def test_sweep_plan_sweeps_each_pair_once_with_the_most_repeats():
     cfg = make_config(
         e1=exp(["adassp", "tukey-em"], variants=["v1"], repeats={"tukey-em": 5}),
         e2=exp(["adassp", "ridge"], variants=["v1", "v2"], datasets=["b"], repeats=4),
-        e3=exp(["tukey-em"], variants=["v2"], datasets=["a"], repeats=1),
+        e3=exp(["tukey-em"], variants=["v1", "v2"], datasets=["a"], repeats=1),
     )
     plan = Plan.from_config(cfg)
     assert plan.sweep_plan("a", "stats") == {"v1": {"adassp": 2}}
+    # (v1, tukey-em) on a: 5 repeats for e1, 1 for e3 -> swept once, with 5
     assert plan.sweep_plan("a", "rows") == {"v1": {"tukey-em": 5}, "v2": {"tukey-em": 1}}
     assert plan.sweep_plan("b", "stats") == {
         "v1": {"adassp": 4, "ridge": 4},
@@ -367,9 +369,12 @@ def test_trial_files_of_experiments_and_claims():
 
 def test_dataset_source_files(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "mirror" / "b").mkdir(parents=True)
+    for name in ("b", "r", "n"):
+        (tmp_path / "mirror" / name).mkdir(parents=True)
     for name in ("mirror/b/data.csv", "mirror/b/metadata.json", "mirror/SHA256SUMS", "x.csv"):
         (tmp_path / name).write_text("1\n")
+    (tmp_path / "mirror/r/data.csv").write_text("1\n")
+    (tmp_path / "mirror/n/data.csv").write_text("1\n")  # no metadata.json
     (tmp_path / "folder").mkdir()
     (tmp_path / "folder" / "data.csv").write_text("1\n")
     cfg = make_config()
@@ -377,7 +382,8 @@ def test_dataset_source_files(tmp_path, monkeypatch):
     cfg["datasets"] = {
         "a": {"uci_id": 1},  # not mirrored: a download
         "b": {"uci_id": 2},  # mirrored
-        "r": {"uci_id": 2, "refresh": True},
+        "r": {"uci_id": 2, "refresh": True},  # mirrored, but downloaded again
+        "n": {"uci_id": 3},
         "f": {"path": "x.csv"},
         "g": {"path": "folder"},
         "m": {"path": "missing.csv"},
@@ -390,6 +396,10 @@ def test_dataset_source_files(tmp_path, monkeypatch):
         str(Path("mirror/SHA256SUMS")),
     ]
     assert plan.dataset_source_files("r") == []
+    assert plan.dataset_source_files("n") == [
+        str(Path("mirror/n/data.csv")),
+        str(Path("mirror/SHA256SUMS")),
+    ]
     assert plan.dataset_source_files("f") == ["x.csv"]
     assert plan.dataset_source_files("g") == [str(Path("folder/data.csv"))]
     assert plan.dataset_source_files("m") == ["missing.csv"]  # a missing input Snakemake reports
