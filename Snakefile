@@ -79,4 +79,4 @@ rule all:
     """Every figure and table of the run, and its provenance."""
     default_target: True
     input:
-        all_outputs(),
+        PLAN.all_outputs(),

@@ -12,7 +12,7 @@ rule prepare_dataset:
         "logs/prepare_dataset/{dataset}.log",
     benchmark:
         "logs/benchmarks/prepare_dataset/{dataset}.tsv"
-    # first: every sweep waits for its dataset (common.smk: PRIORITY)
+    # first: every sweep waits for its dataset (dpreg.engine.plan: PRIORITY)
     priority: PRIORITY["prepare_dataset"]
     conda:
         "../envs/dpreg.yaml"

@@ -24,7 +24,7 @@ rule summarise_experiment:
         "logs/summarise_experiment/{experiment}.log",
     benchmark:
         "logs/benchmarks/summarise_experiment/{experiment}.tsv"
-    # after every ready sweep and the claims (common.smk: PRIORITY)
+    # after every ready sweep and the claims (dpreg.engine.plan: PRIORITY)
     priority: PRIORITY["summarise_experiment"]
     conda:
         "../envs/dpreg.yaml"
@@ -47,14 +47,14 @@ rule write_claims:
         trials=claim_trials,
     output:
         claims=report(
-            claims_path(),
+            PLAN.claims_path,
             caption="../report/claims.rst",
             category="Tables",
         ),
     log:
-        f"logs/write_claims{_run_suffix()}.log",
+        f"logs/write_claims{PLAN.run_suffix}.log",
     benchmark:
-        f"logs/benchmarks/write_claims{_run_suffix()}.tsv"
+        f"logs/benchmarks/write_claims{PLAN.run_suffix}.tsv"
     # before the summaries: the longest summary-phase job must not run alone at the end
     priority: PRIORITY["write_claims"]
     conda:

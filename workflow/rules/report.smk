@@ -7,11 +7,11 @@ rule write_provenance:
         metas=all_metas,
         tables=all_tables,
     output:
-        provenance=provenance_path(),
+        provenance=PLAN.provenance_path,
     log:
-        f"logs/write_provenance{_run_suffix()}.log",
+        f"logs/write_provenance{PLAN.run_suffix}.log",
     benchmark:
-        f"logs/benchmarks/write_provenance{_run_suffix()}.tsv"
+        f"logs/benchmarks/write_provenance{PLAN.run_suffix}.tsv"
     conda:
         "../envs/dpreg.yaml"
     threads: 1
@@ -19,8 +19,8 @@ rule write_provenance:
         mem_mb=1024,
         runtime=5,
     params:
-        config=run_config(),
-        datasets=used_datasets(),
-        experiments=EXPERIMENTS,
+        config=PLAN.run_config(),
+        datasets=PLAN.used_datasets(),
+        experiments=list(PLAN.experiments),
     script:
         "../scripts/write_provenance.py"

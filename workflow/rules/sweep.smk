@@ -3,7 +3,7 @@
 # experiment of the run uses on that dataset, so each (variant, fold)'s
 # statistics are computed once; the "rows" shard runs the algorithms that fit
 # on the rows and the external peers.  What runs is derived from the config
-# (common.smk: sweep_plan), so adding algorithms, variants or experiments needs
+# (dpreg.engine.plan: Plan.sweep_plan), so adding algorithms, variants or experiments needs
 # no change here.
 
 
@@ -13,12 +13,12 @@ rule run_sweep:
         table="results/prepared/{dataset}.parquet",
         meta="results/prepared/{dataset}.json",
     output:
-        trials=f"{trials_dir()}/{{dataset}}/{{shard}}.parquet",
+        trials=f"{PLAN.trials_dir}/{{dataset}}/{{shard}}.parquet",
     log:
         "logs/run_sweep/{dataset}/{shard}.log",
     benchmark:
         "logs/benchmarks/run_sweep/{dataset}/{shard}.tsv"
-    # before every summary; "stats" shards and large datasets first (common.smk)
+    # before every summary; "stats" shards and large datasets first (dpreg.engine.plan)
     priority: sweep_priority
     conda:
         "../envs/dpreg.yaml"
