@@ -544,3 +544,43 @@ def test_runtime_grows_with_trials_and_attempt():
     plan = Plan.from_config(cfg)
     assert plan.sweep_runtime("a", "stats") == 30 + 60_000 // 20_000
     assert plan.sweep_runtime("a", "stats", 3) == (30 + 3) * 3
+
+
+# --------------------------------------------------------------------------
+# nothing accepted in silence: parameters and claims that would do nothing
+# --------------------------------------------------------------------------
+def test_algorithm_params_for_an_unknown_algorithm_stop_the_plan():
+    cfg = make_config()
+    cfg["algorithm_params"] = {"tukey-emm": {"m": 400}}
+    with pytest.raises(DPRegError) as err:
+        Plan.from_config(cfg)
+    msg = str(err.value)
+    assert "algorithm_params names unknown algorithm 'tukey-emm'" in msg
+    assert "did you mean 'tukey-em'?" in msg
+
+
+def test_algorithm_params_for_a_known_algorithm_are_accepted():
+    cfg = make_config()
+    cfg["algorithm_params"] = {"tukey-em": {"m": 400}}
+    Plan.from_config(cfg)
+
+
+def test_a_claim_naming_a_dataset_its_experiment_does_not_run_stops_the_plan():
+    claim = {"id": "c1", "a": {"algorithm": "adassp"}, "b": {"algorithm": "trivial"}}
+    cfg = make_config(
+        e1=exp(["adassp", "trivial"], datasets=["a", "b"], claims=[{**claim, "datasets": ["c"]}])
+    )
+    with pytest.raises(DPRegError, match=r"claims: c1 names dataset 'c', which experiment 'e1'"):
+        Plan.from_config(cfg)
+
+
+def test_a_claim_whose_epsilon_range_holds_no_grid_point_stops_the_plan():
+    claim = {"id": "c2", "a": {"algorithm": "adassp"}, "epsilons": [2, 5]}
+    cfg = make_config(e1=exp(["adassp", "trivial"], claims=[claim]))  # grid: 0.1, 1
+    with pytest.raises(DPRegError, match=r"claims: c2: epsilons \[2, 5\] hold no epsilon"):
+        Plan.from_config(cfg)
+
+
+def test_a_claim_within_its_experiment_is_accepted():
+    claim = {"id": "c3", "a": {"algorithm": "adassp"}, "datasets": ["a"], "epsilons": [1, 1]}
+    Plan.from_config(make_config(e1=exp(["adassp", "trivial"], claims=[claim])))

@@ -49,10 +49,10 @@ import numpy as np
 
 from dpreg._validation import DPRegError, check_choice
 from dpreg.algorithms import ALGORITHMS
-from dpreg.progress import progress
 from dpreg.audit.declared import CHECK_SAMPLES, DEFAULT_SAMPLES, audit_algorithm
 from dpreg.audit.endtoend import E2E_SAMPLES, audit_end_to_end
 from dpreg.audit.model import AUDITED, DEFAULT_D, MECHANISMS, declared_layout
+from dpreg.progress import progress
 
 __all__ = ["SUMMARY_KEYS", "main", "run_audit", "write_outputs"]
 

@@ -100,6 +100,11 @@ class VariantSpec:
         for key in ("clip_test", "center_y", "standardize"):
             if not isinstance(getattr(self, key), bool):
                 raise DPRegError(f"variant key {key!r} must be true or false")
+        if self.clip_test and self.clip_sigma is None:
+            raise DPRegError(
+                "variant key 'clip_test': true clips test rows at the training clip, "
+                "which needs 'clip_sigma' (a number > 0); set clip_sigma or drop clip_test"
+            )
         if not (isinstance(self.intercept, bool) or self.intercept in ("scaled", "thesis")):
             raise DPRegError(
                 "variant key 'intercept' must be false, true, 'scaled' or 'thesis', "
