@@ -309,7 +309,7 @@ def _check_inside_box(
     if outside.any():
         i, j = (int(k) for k in np.argwhere(outside)[0])
         raise DPRegError(
-            f"training row {i}, feature {j} is {X[i, j]:.17g}, outside "
+            f"training row {i}, feature {j} is {float(X[i, j])!r}, outside "
             f"bounds_X=[{lower[j]:g}, {upper[j]:g}] ({int(outside.sum())} value(s) outside); "
             "values must lie inside the bounds before any private release (pass clip=True "
             "to clip them, or widen bounds_X from knowledge independent of the data)"
@@ -318,7 +318,7 @@ def _check_inside_box(
     if out_y.any():
         i = int(np.argmax(out_y))
         raise DPRegError(
-            f"training row {i} has y = {y[i]:.17g}, outside bounds_y=[{lo:g}, {hi:g}] "
+            f"training row {i} has y = {float(y[i])!r}, outside bounds_y=[{lo:g}, {hi:g}] "
             f"({int(out_y.sum())} value(s) outside); pass clip=True to clip them"
         )
 
