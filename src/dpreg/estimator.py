@@ -30,6 +30,20 @@ statistics come from the rows) on them: either leaks the data outside the
 guarantee.  :mod:`dpreg.preprocess` has the private alternative (statistics
 released with noise, from declared public ranges).
 
+Per-feature bounds: instead of ``bounds=(B_X, B_Y)``, give
+``bounds_X=(lower, upper)`` and ``bounds_y=(lo, hi)`` (diffprivlib's form);
+they are translated to the norm bounds of the smallest balls centred at 0
+that hold the box, ``B_X = ||max(|lower|, |upper|)||_2`` and
+``B_Y = max(|lo|, |hi|)`` (:func:`box_norm_bounds`), and ``clip=True`` clips
+each feature to its range.  An intercept (``fit_intercept=True``) is the
+coefficient of a public constant column ``c``, which widens ``B_X`` to
+``sqrt(B_X^2 + c^2)``.
+
+Several fits of the same rows compose: a :class:`dpreg.BudgetAccountant`
+(``accountant=``, or a ``with`` block) tallies them and refuses, before any
+noise is drawn, the fit that would exceed its total budget
+(:mod:`dpreg.budget`).
+
 Clipping the target: pass ``clip=True`` to :class:`PrivateLinearRegression`
 (rows and targets are clipped to ``bounds`` before the statistics are
 computed), or wrap it in :class:`~sklearn.compose.TransformedTargetRegressor`
