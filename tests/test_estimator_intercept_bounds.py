@@ -282,3 +282,33 @@ def test_bad_per_feature_bounds_named_before_any_charge(make_data, params, messa
     with pytest.raises(DPRegError, match=message):
         model.fit(X, y)
     assert acc.charges == [] and not hasattr(model, "coef_")
+
+
+# --------------------------------------------------------------------------
+# bounds outside double precision: one message naming the parameters
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"bounds": (1e200, 1.0)}, r"^bounds give B_X = 1e\+200 and B_Y = 1, so the sensitivity B_X\^2 = inf"),
+        ({"bounds": (1e-200, 1.0)}, r"^bounds give B_X = 1e-200 .* B_X\^2 = 0 is outside"),
+        ({"bounds": (1.0, 1e-310)}, r"^bounds give .* B_X B_Y = 1e-310 is outside"),
+        ({"bounds_X": (-1e200, 1e200), "bounds_y": (-1, 1)}, r"^bounds_X and bounds_y give B_X = 1\.73205e\+200"),
+        ({"fit_intercept": True, "intercept_scaling": 1e300}, r"^bounds with the intercept column c=1e\+300 give B_X = 1e\+300"),
+    ],
+)  # fmt: skip
+def test_bounds_whose_sensitivity_overflows_are_named(params, message):
+    X = np.full((20, 3), 1e-201)
+    y = np.zeros(20)
+    acc = BudgetAccountant(math.inf, 0.5)
+    with pytest.raises(DPRegError, match=message):
+        PrivateLinearRegression(clip=True, accountant=acc, random_state=0, **params).fit(X, y)
+    assert acc.charges == []
+
+
+def test_clip_rows_projects_rows_whose_squared_norm_overflows():
+    X = np.array([[3e200, 4e200], [0.3, 0.4], [-3e300, 0.0]])
+    out = clip_rows(X, 1.0)
+    # onto the sphere along the row's direction, not to zero
+    np.testing.assert_allclose(out, [[0.6, 0.8], [0.3, 0.4], [-1.0, 0.0]], rtol=1e-15)
+    np.testing.assert_array_equal(out[1], X[1])

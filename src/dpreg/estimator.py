@@ -116,6 +116,11 @@ def clip_rows(X: np.ndarray, bound: float) -> np.ndarray:
     B = check_bound(bound, "bound")
     out = np.array(X, dtype=np.float64)
     norms = np.sqrt(np.einsum("ij,ij->i", out, out))
+    huge = np.isinf(norms)
+    if huge.any():  # finite rows whose squared norm overflows: scale before squaring
+        m = np.abs(out[huge]).max(axis=1)
+        r = out[huge] / m[:, None]
+        norms[huge] = m * np.sqrt(np.einsum("ij,ij->i", r, r))
     over = norms > B
     if over.any():
         # a clipped norm may round to B (1 + 2**-52): within the bound check's
@@ -313,6 +318,22 @@ def box_norm_bounds(
             "nonzero values)"
         )
     return bx, by
+
+
+def _check_sensitivities(bx: float, by: float, source: str) -> None:
+    """Refuse norm bounds whose sensitivities ``B_X^2`` or ``B_X B_Y`` leave double precision.
+
+    The statistics' sensitivities must be finite and > 0 for any noise to be
+    calibrated; outside that range the calibration would fail later with a
+    message about a sensitivity the user never set.
+    """
+    for value, what in ((bx * bx, "B_X^2"), (bx * by, "B_X B_Y")):
+        if not (np.finfo(float).tiny <= value < math.inf):
+            raise DPRegError(
+                f"{source} give B_X = {bx:g} and B_Y = {by:g}, so the sensitivity {what} = "
+                f"{value:g} is outside the range of double precision (it must be finite and "
+                "> 2.2e-308); rescale the data and the bounds by a fixed, public factor"
+            )
 
 
 def _check_inside_box(
@@ -575,11 +596,15 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
                 y = np.clip(y, lo, hi)
             else:
                 _check_inside_box(X, y, lower, upper, lo, hi)
+        source = "bounds" if chk.box is None else "bounds_X and bounds_y"
         if self.fit_intercept:
             c = bx if chk.scaling is None else chk.scaling
             check_rows_within_bounds(X, y, bound_x=bx, bound_y=by)  # named by the user's B_X
-            X = np.hstack([X, np.full((X.shape[0], 1), c)])
             bx = math.hypot(bx, c)
+            source += f" with the intercept column c={c:g}"
+            _check_sensitivities(bx, by, source)
+            X = np.hstack([X, np.full((X.shape[0], 1), c)])
+        _check_sensitivities(bx, by, source)
         stats = SuffStats.from_arrays(X, y, bound_x=bx, bound_y=by)
         # the releases first: a calibration that fails (e.g. epsilon too small)
         # stops before any noise is drawn
