@@ -317,6 +317,26 @@ def test_parallel_grid_search_cannot_spend_on_copies(data):
     assert acc.charges == []
 
 
+@pytest.mark.parametrize("how", ["parameter", "with"])
+def test_threaded_grid_search_charges_every_fit(data, how):
+    # threads share the accountant (and the with-block default): all 7 fits are charged
+    from joblib import parallel_backend
+
+    X, y = data
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-4)
+    base = PrivateLinearRegression(accountant=acc if how == "parameter" else None, random_state=0)
+    with parallel_backend("threading", n_jobs=2):
+        if how == "parameter":
+            search = GridSearchCV(base, GRID, cv=3, n_jobs=2).fit(X, y)
+        else:
+            with acc:
+                search = GridSearchCV(base, GRID, cv=3, n_jobs=2).fit(X, y)
+    expected = sorted([0.5] * 3 + [1.0] * 3 + [search.best_params_["epsilon"]])
+    assert sorted(c.epsilon for c in acc.charges) == pytest.approx(expected)
+    assert len(acc.charges) == 7
+    assert sorted(c.index for c in acc.charges) == list(range(1, 8))
+
+
 # --------------------------------------------------------------------------
 # sharing, pickling, with-blocks
 # --------------------------------------------------------------------------
