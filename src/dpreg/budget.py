@@ -35,8 +35,8 @@ Composition
 -----------
 ``composition="basic"`` (default): the costs add up, ``sum epsilon_i`` and
 ``sum delta_i`` (Dwork & Roth 2014, Theorem 3.16); valid for any releases,
-adaptively chosen or not (Dwork & Roth 2014, Theorem 3.16 holds for
-adaptive composition).
+also when each fit is chosen after seeing the earlier ones (adaptive
+composition, Dwork & Roth 2014, Section 3.5).
 
 ``composition="gdp"``: Gaussian releases compose exactly in Gaussian
 differential privacy: ``k`` releases with ``mu_i = D_i / sigma_i`` are
