@@ -419,3 +419,12 @@ def test_bad_accountant_parameter_named(data):
     X, y = data
     with pytest.raises(DPRegError, match="accountant must be a dpreg.BudgetAccountant or None"):
         PrivateLinearRegression(accountant="budget").fit(X, y)
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import dpreg.budget
+
+    result = doctest.testmod(dpreg.budget, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted >= 10
