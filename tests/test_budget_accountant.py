@@ -112,6 +112,8 @@ def test_failed_fit_after_noise_is_charged_refused_input_is_not(data, monkeypatc
         _fit(acc, 2 * X, y)  # rows outside the bounds: refused before any release
     with pytest.raises(DPRegError, match="epsilon"):
         _fit(acc, X, y, eps=-1.0)
+    with pytest.raises(DPRegError, match="random_state"):
+        _fit(acc, X, y, seed=1.5)
     assert acc.charges == []
 
     def fails(stats, releases, opts):

@@ -618,6 +618,7 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
             n=stats.n,
             params=chk.params,
         )
+        rng = as_generator(self.random_state, "random_state")  # checked before any charge
         accountant = self.accountant if self.accountant is not None else default_accountant()
         if accountant is not None:
             label = (
@@ -638,7 +639,7 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
             stats,
             epsilon=eps,
             delta=dlt,
-            rng=as_generator(self.random_state, "random_state"),
+            rng=rng,
             size=1,
             rho=chk.rho,
             xtx_offset=chk.offset,
