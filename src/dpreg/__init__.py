@@ -14,6 +14,8 @@ from typing import Any
 __version__ = "0.2.0"
 
 _LAZY = {
+    "BudgetAccountant": "dpreg.budget",
+    "BudgetExceededError": "dpreg.budget",
     "DPRegError": "dpreg._validation",
     "NonPrivateWarning": "dpreg.estimator",
     "PrivateLinearRegression": "dpreg.estimator",
@@ -23,6 +25,8 @@ _LAZY = {
 }
 
 __all__ = [
+    "BudgetAccountant",
+    "BudgetExceededError",
     "DPRegError",
     "NonPrivateWarning",
     "PrivateLinearRegression",
