@@ -111,8 +111,13 @@ _SCALE_NAME = {"gaussian": "sigma", "laplace": "b"}
 
 
 def _release_text(r: Release) -> str:
-    if r.mechanism == "external":
+    if r.mechanism in ("external", "failure"):
         return f"{r.name}:{r.calibration}@({r.epsilon:.6g},{r.delta:.3g})"
+    if r.true_epsilon is not None:  # the accountant charges the proven epsilon, not the nominal
+        return (
+            f"{r.name}:{_SCALE_NAME.get(r.mechanism, 'scale')}={r.scale:.6g}"
+            f"@({r.epsilon:.6g},{r.delta:.3g})[true_eps={r.true_epsilon:.6g}]"
+        )
     return (
         f"{r.name}:{_SCALE_NAME.get(r.mechanism, 'scale')}={r.scale:.6g}"
         f"@({r.epsilon:.6g},{r.delta:.3g})"
