@@ -124,3 +124,49 @@ def test_adaops_margins_fail_at_their_stated_rates_in_the_fit(make_data):
     assert rate_d == pytest.approx(p["log_lipschitz"], abs=0.012)
     # the two rates differ (B_X^2 = 1.44): the test tells the two margins apart
     assert p["lambda_min"] - p["log_lipschitz"] > 0.05
+
+
+# --------------------------------------------------------------------------
+# ObjPert with Wang's constants: the epsilon KST's conditions do give
+# --------------------------------------------------------------------------
+def _kst_conditions_hold(eps_prime: float, claimed: float, delta: float) -> bool:
+    """KST (2012) Theorem 2, halved for add/remove, at ``eps_prime`` for Wang's constants
+    computed at ``claimed`` (B_X = B_Y = r = 1): written out here from the spec (W1-W2)."""
+    ell = math.log(2.0 / delta)
+    s_b = 2.0 * math.sqrt(4.0 * ell + 2.0 * claimed) / claimed**2  # L = 2
+    kappa = 2.0 / claimed**2
+    zeta, beta = 3.0, 2.0
+    return s_b >= zeta * math.sqrt(2.0 * ell + eps_prime) / eps_prime and kappa >= beta / eps_prime
+
+
+@pytest.mark.parametrize(
+    "claimed,issue_value,tol",
+    # the issue rounds to 3 significant figures: 1.06 (+-0.005) and 315 (+-0.5)
+    [(1.0, 1.06, 0.005), (10.0, 315.0, 0.5)],
+)
+def test_objpert_wang_true_epsilon_matches_the_issue(claimed, issue_value, tol):
+    (rel,) = get_algorithm("objpert").releases(epsilon=claimed, delta=DELTA, d=3)
+    assert not rel.valid
+    assert rel.true_epsilon == pytest.approx(issue_value, abs=tol)
+    # the smallest such epsilon: the conditions hold there and fail just below
+    assert _kst_conditions_hold(rel.true_epsilon * (1 + 1e-9), claimed, DELTA)
+    assert not _kst_conditions_hold(rel.true_epsilon * (1 - 1e-6), claimed, DELTA)
+    # the ledger's exact epsilon is that value; the basic column keeps the nominal claim
+    total = ledger_entry("objpert", epsilon=claimed, delta=DELTA, d=3)["total"]
+    assert total["exact_epsilon"] == pytest.approx(rel.true_epsilon, rel=1e-15)
+    assert total["basic_epsilon"] == claimed and total["all_valid"] is False
+    cols = trial_columns("objpert", [claimed], delta=DELTA, d=3, rho=0.05)[claimed]
+    assert cols["eps_exact"] == pytest.approx(rel.true_epsilon, rel=1e-15)
+    assert "[true_eps=" in cols["releases"]
+
+
+@pytest.mark.parametrize("eps", [0.05, 0.3, 0.9, 0.95, 2.0, 5.0])
+def test_objpert_true_epsilon_exists_exactly_outside_validity(eps):
+    (rel,) = get_algorithm("objpert").releases(epsilon=eps, delta=DELTA, d=3)
+    # valid iff KST's conditions hold at the claimed epsilon (eps <= 2 sqrt(2)/3 here)
+    assert rel.valid == _kst_conditions_hold(eps, eps, DELTA)
+    assert (rel.true_epsilon is None) == rel.valid
+    if rel.true_epsilon is not None:
+        assert rel.true_epsilon > eps
+    (kst,) = get_algorithm("objpert-kst").releases(epsilon=eps, delta=DELTA, d=3)
+    assert kst.valid and kst.true_epsilon is None
