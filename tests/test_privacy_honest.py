@@ -170,3 +170,113 @@ def test_objpert_true_epsilon_exists_exactly_outside_validity(eps):
         assert rel.true_epsilon > eps
     (kst,) = get_algorithm("objpert-kst").releases(epsilon=eps, delta=DELTA, d=3)
     assert kst.valid and kst.true_epsilon is None
+
+
+# --------------------------------------------------------------------------
+# TukeyEM: the depth step costs 2 eps2 (McSherry & Talwar 2007, Theorem 6)
+# --------------------------------------------------------------------------
+def _output_density(P: np.ndarray, eps2: float, t: int):
+    """Exact density of the restricted mechanism's output on one coordinate (brute force).
+
+    Depth of ``theta`` among the sorted models ``P``: ``min(#{P <= theta}, #{P >= theta})``
+    capped at ``floor(m/2)``; density ``e^{eps2 depth} / Z`` on depth ``>= t``, ``Z`` the
+    integral of ``e^{eps2 depth}`` over that region -- computed by counting, independently
+    of the module's volume formulas.
+    """
+    P = np.sort(P)
+    m = len(P)
+    half = m // 2
+
+    def depth(theta: float) -> int:
+        return min(int(np.sum(P <= theta)), int(np.sum(P >= theta)), half)
+
+    cells = list(zip(P[:-1], P[1:], strict=True))
+    Z = sum(
+        math.exp(eps2 * depth((a + b) / 2)) * (b - a) for a, b in cells if depth((a + b) / 2) >= t
+    )
+
+    def f(theta: float) -> float:
+        q = depth(theta)
+        return math.exp(eps2 * q) / Z if q >= t else 0.0
+
+    return f, depth
+
+
+def _pair(m: int, spread: float = 30.0) -> tuple[np.ndarray, np.ndarray]:
+    """Replace-one on the models: the leftmost model moves past the right end.
+
+    The left half is packed (spacing 1), the right half spread (spacing 30), so most of
+    the output mass sits on the right, whose depths rise when the model moves there
+    while those on the left fall: the normaliser and the density move in opposite
+    directions on the left side.
+    """
+    P0 = np.concatenate([np.arange(1.0, m // 2 + 1), m // 2 + np.cumsum(np.full(m // 2, spread))])
+    P1 = np.concatenate([P0[1:], [P0[-1] + spread]])
+    return P0, P1
+
+
+def test_tukey_depth_step_exact_privacy_loss_exceeds_eps2_on_a_safe_pair():
+    from dpreg.algorithms import tukey
+
+    # m = 1000 models: large enough for the safety test to pass at eps2 = 0.5, delta = 1e-6
+    eps2, m = 0.5, 1000
+    t = (m // 2) // 2
+    Pa, Pb = _pair(m)
+    fa, depth_a = _output_density(Pa, eps2, t)
+    fb, _ = _output_density(Pb, eps2, t)
+    # the brute-force law of the depth equals the module's weights (softmax)
+    logV = tukey.depth_log_volumes(np.sort(Pa)[None, None, :], m // 2)
+    w = tukey.restricted_depth_log_weights(logV, t, eps2)[0]
+    law = np.exp(w - w.max())
+    law /= law.sum()
+    brute = np.zeros(m // 2 - t + 1)
+    Ps = np.sort(Pa)
+    for a, b in zip(Ps[:-1], Ps[1:], strict=True):
+        q = depth_a((a + b) / 2)
+        if q >= t:
+            brute[q - t] += fa((a + b) / 2) * (b - a)
+    np.testing.assert_allclose(law, brute, rtol=1e-9, atol=1e-15)
+    # the test passes this dataset: k_hat far above the threshold ln(1/(2 delta))/eps2
+    k_hat = int(tukey.ptr_distance(logV, t, eps2, DELTA)[0])
+    threshold = math.log(1 / (2 * DELTA)) / eps2
+    # the test fails with probability P(Lap(1/eps2) < threshold - k_hat) < 1e-10
+    assert 0.5 * math.exp(-(k_hat - threshold) * eps2) < 1e-10
+    # exact privacy loss and hockey-stick divergences over the cells of both model sets
+    grid = np.unique(np.concatenate([Pa, Pb]))
+    loss, hs_eps2, hs_eps, outside = -math.inf, 0.0, 0.0, 0.0
+    for a, b in zip(grid[:-1], grid[1:], strict=True):
+        u, v = fa((a + b) / 2), fb((a + b) / 2)
+        if u > 0 and v > 0:
+            loss = max(loss, math.log(u / v))
+        elif u > 0:
+            outside += u * (b - a)
+        hs_eps2 += max(0.0, u - math.exp(eps2) * v) * (b - a)
+        hs_eps += max(0.0, u - math.exp(2 * eps2) * v) * (b - a)
+    # outside the common support: the restriction's own delta, negligible on this pair
+    assert outside < 1e-10
+    # the loss exceeds the claimed eps2 by 40% (exact: 1.408 eps2) and stays within 2 eps2
+    assert 1.35 * eps2 < loss <= 2 * eps2 + 1e-12
+    # (eps2, 1e-6) fails by far; (2 eps2, .) holds up to the outside mass
+    assert hs_eps2 > 0.05
+    assert hs_eps <= outside + 1e-12
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 10.0])
+def test_tukey_ledger_charges_the_generic_bound_and_the_false_pass(eps):
+    eps2 = eps / 2
+    pub = {r.name: r for r in get_algorithm("tukey-em").releases(epsilon=eps, delta=DELTA, d=3)}
+    em = pub["tukey_depth_em"]
+    assert em.epsilon == eps2 and em.true_epsilon == pytest.approx(2 * eps2) and not em.valid
+    # published test Lap(1/eps2): P(Lap > ln(1/(2 delta))/eps2) = delta exactly
+    assert pub["ptr_false_pass"].delta == pytest.approx(DELTA, rel=1e-12)
+    total = ledger_entry("tukey-em", epsilon=eps, delta=DELTA, d=3)["total"]
+    assert total["exact_epsilon"] == pytest.approx(1.5 * eps, rel=1e-12)
+    assert total["exact_delta"] == pytest.approx(2 * DELTA, rel=1e-12)
+    assert total["basic_epsilon"] == pytest.approx(eps) and total["all_valid"] is False
+    # the code's Lap(eps2): epsilon 1/eps2 for the test, false pass (2 delta)^(1/eps2^2)/2
+    code = {r.name: r for r in get_algorithm("tukey-code").releases(epsilon=eps, delta=DELTA, d=3)}
+    p = 0.5 * math.exp(math.log(2 * DELTA) / eps2**2)
+    assert code["ptr_false_pass"].delta == pytest.approx(p, rel=1e-12, abs=1e-300)
+    ctotal = ledger_entry("tukey-code", epsilon=eps, delta=DELTA, d=3)["total"]
+    assert ctotal["exact_epsilon"] == pytest.approx(1 / eps2 + eps, rel=1e-12)
+    assert ctotal["exact_delta"] == pytest.approx(DELTA + p, rel=1e-12)
