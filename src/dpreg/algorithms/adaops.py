@@ -79,6 +79,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from dpreg import drawcheck
 from dpreg import mechanisms as mech
 from dpreg.algorithms._wang import C1, calibration_guard, claimed_release, quadratic_root
 from dpreg.algorithms.base import Algorithm, FitOptions, FitResult, ReleaseContext, Style
@@ -287,12 +288,15 @@ def _fit(
         d,
         rng=opts.rng,  # type: ignore[arg-type]
         size=size,
+        releases=("lambda_min", "log_lipschitz", None),
     )
     evals, Q = stats.eigh()
     evals = np.maximum(evals, 0.0)
     # (W9): released lambda_min, then Wang's shift ell6/(eps/4) (without B_X^2)
     lam_noisy = float(evals[0]) + c + z1
-    lam_tilde = np.maximum(lam_noisy - ell6 / (eps / 4.0), 0.0)
+    shift = ell6 / (eps / 4.0)
+    drawcheck.margin("lambda_min_margin", shift / rel[0].scale)  # in noise sds
+    lam_tilde = np.maximum(lam_noisy - shift, 0.0)
     lam_tgt = np.maximum(2.0 * bx**2 * (1.0 + ell6) / eps - lam_tilde, 0.0)  # (W10)
     lam = adaops_lambda(lam_tilde, lam_tgt, k["C1"], k["C2"], bx)  # (W12)
     # (W13) theta_hat through X^T X = Q diag(evals) Q^T
@@ -305,6 +309,8 @@ def _fit(
     # (W14): z2 already carries sqrt(ell6)/(eps/4); multiply by the sensitivity
     sens_d = np.log1p(bx**2 / h)
     sigma_d = sens_d / (eps / 4.0)
+    # the margin sigma_D ell6 against noise of sd sens_D * (release scale)
+    drawcheck.margin("log_lipschitz_margin", sigma_d * ell6 / (sens_d * rel[1].scale))
     D = np.log(by + bx * tnorm) + sens_d * z2 + sigma_d * ell6
     if cap:
         theta_b = np.minimum(math.sqrt(n) * by / (2.0 * np.sqrt(c + lam)), n * bx * by / h)
@@ -316,7 +322,8 @@ def _fit(
     b = L * np.sqrt(ell6 / h)
     cc = (1.0 + ell6) * bx**2 / (2.0 * h) - eps / 2.0
     sqrt_gamma = quadratic_root(a, b, cc)
-    zs = z3 / sqrt_gamma[:, None]
+    # the release declares the largest 1/sqrt(gamma) any repeat can use
+    zs = drawcheck.scaled(z3, 1.0 / sqrt_gamma, release="theta", bound=True)
     if posterior:
         noise = ((Q.T @ zs.T).T / np.sqrt(den)) @ Q.T
     else:

@@ -238,7 +238,12 @@ def draw_noise(
     ``(size, d, d)``), each multiplied by its release's ``scale``.
     """
     return mech.normal_block_noise(
-        tuple(kinds), [r.scale for r in releases], d, rng=as_generator(rng), size=int(size)
+        tuple(kinds),
+        [r.scale for r in releases],
+        d,
+        rng=as_generator(rng),
+        size=int(size),
+        releases=[r.name for r in releases],
     )
 
 

@@ -243,7 +243,7 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, kst: bool) -
     r0 = rel[0]
     eps = r0.epsilon
     c = objpert_constants(eps, r0.delta, stats.bound_x, stats.bound_y, kst=kst)
-    b = mech.vector_noise(stats.d, scale=r0.scale, rng=opts.rng, size=opts.size)  # type: ignore[arg-type]
+    b = mech.vector_noise(stats.d, scale=r0.scale, rng=opts.rng, size=opts.size, release=r0.name)  # type: ignore[arg-type]
     w = stats.xty[None, :] - b
     evals, Q = stats.eigh()
     # H = X^T X + kappa I; clip round-off below 0 in the eigenvalues of X^T X

@@ -156,6 +156,7 @@ from typing import Any
 
 import numpy as np
 
+from dpreg import drawcheck
 from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
 from dpreg.algorithms.base import (
@@ -455,13 +456,17 @@ def sample_depth_region(
     return theta
 
 
-def restricted_depth_log_weights(logV: np.ndarray, t: int, eps2: float) -> np.ndarray:
+def restricted_depth_log_weights(
+    logV: np.ndarray, t: int, eps2: float, *, release: str | None = None
+) -> np.ndarray:
     """Log-weights of depths ``q = t..floor(m/2)``: ``ln(V_q - V_{q+1}) + eps2 q``.
 
     ``logV`` (R, Q) holds ``ln V_q`` for ``q = 1..Q`` (``Q = floor(m/2)``,
     ``V_{Q+1} = 0``); an empty level has weight ``-inf``.  The depth drawn
-    is the argmax of these plus standard Gumbel noise.
+    is the argmax of these plus standard Gumbel noise: in units of the score,
+    Gumbel noise of scale ``1 / eps2`` (recorded for ``release``).
     """
+    drawcheck.record(release, "gumbel", 1.0 / eps2, logV.shape)
     R = logV.shape[0]
     half = logV.shape[1]
     lv = logV[:, t - 1 :]
@@ -548,7 +553,9 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, code: bool) 
     # (tie-breaking and sampling uniforms are not privacy noise; the Laplace and
     # Gumbel draws are, and come from dpreg.mechanisms)
     tie = np.stack([g.random((d, m)) for g in rngs]) * TIE_BREAK
-    lap = np.concatenate([mech.laplace_noise((1,), scale=rel[0].scale, rng=g) for g in rngs])
+    lap = np.concatenate(
+        [mech.laplace_noise((1,), scale=rel[0].scale, rng=g, release=rel[0].name) for g in rngs]
+    )
     gum_q = np.stack([mech.gumbel_noise((half - t + 1,), rng=g) for g in rngs])
     gum_j = np.stack([mech.gumbel_noise((d,), rng=g) for g in rngs])
     u = np.stack([g.random(d + 1) for g in rngs])
@@ -560,12 +567,15 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, code: bool) 
         logV_all = depth_log_volumes(P, half)
         dist = ptr_distance(logV_all, t, eps2, delta)
     noisy = dist + lap
-    passed = noisy > math.log(1.0 / (2.0 * delta)) / eps2
+    threshold = math.log(1.0 / (2.0 * delta)) / eps2
+    # an unsafe dataset (k_hat <= 0) passes with P(Lap > threshold): the ledger's false pass
+    drawcheck.margin("ptr_false_pass", threshold / rel[0].scale, tail="laplace")
+    passed = noisy > threshold
     # restricted exponential mechanism over q = t..floor(m/2) (the same law in both:
     # the code's extra depth ceil(m/2) for odd m has volume 0)
     logV = depth_log_volumes(P, half)
     qs = np.arange(t, half + 1)
-    score = restricted_depth_log_weights(logV, t, eps2) + gum_q
+    score = restricted_depth_log_weights(logV, t, eps2, release="tukey_depth_em") + gum_q
     q = qs[np.argmax(score, axis=1)]
     theta = sample_depth_region(P, q + 1 if code else q, gumbel=gum_j, u=u, code=code)
     failed = ~passed | ~np.all(np.isfinite(theta), axis=1)
