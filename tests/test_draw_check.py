@@ -216,3 +216,18 @@ def test_a_plug_in_entry_gets_the_check_for_free(data):
     assert _check(make(1.0), data, 1.0) == []
     problems = _check(make(2.0), data, 1.0)
     assert any("drew gaussian scale" in p for p in problems), problems
+
+
+def test_the_end_to_end_audit_runs_the_check(monkeypatch):
+    from dpreg.audit import audit_end_to_end
+
+    kw = {"epsilon": 1.0, "delta": DELTA, "seed": 20200601, "samples": 500}
+    assert audit_end_to_end("functional", **kw)["draw_check"] == []
+    real = mech.laplace_noise
+
+    def halved(shape, *, scale, rng):  # a draw at b/2 behind an unchanged ledger
+        return real(shape, scale=scale / 2, rng=rng)
+
+    monkeypatch.setattr(mech, "laplace_noise", halved)
+    found = audit_end_to_end("functional", **kw)["draw_check"]
+    assert any("objective_coefficients: drew laplace scale" in p for p in found), found

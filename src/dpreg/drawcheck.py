@@ -167,8 +167,9 @@ def record(
     """Append one draw to the active log (no-op when not recording).
 
     ``scale`` (and ``sensitivity``) may be arrays (one value per repeat):
-    the largest is recorded, and with ``sensitivity`` the ratio is checked
-    for every repeat (the extreme ratio is kept).
+    the largest is recorded (and the smallest too, unless ``bound``), and
+    with ``sensitivity`` the ratio is checked for every repeat (the one
+    furthest from the first repeat's is kept).
     """
     log = _LOG.get()
     if log is None:
@@ -184,15 +185,15 @@ def record(
         worst = float(flat[np.argmax(np.abs(flat - flat[0]))]) if flat.size else math.nan
         log.append(Draw(release, mechanism, tuple(int(k) for k in shape), worst, bound, 1.0))
         return
-    log.append(
-        Draw(
-            release,
-            mechanism,
-            tuple(int(k) for k in shape),
-            float(np.max(s)) if s.size else math.nan,
-            bound,
-        )
-    )
+    shp = tuple(int(k) for k in shape)
+    if not s.size:
+        log.append(Draw(release, mechanism, shp, math.nan, bound))
+        return
+    hi = float(np.max(s))
+    log.append(Draw(release, mechanism, shp, hi, bound))
+    lo = float(np.min(s))
+    if lo != hi and not bound:  # per-repeat scales that must all equal the declared one
+        log.append(Draw(release, mechanism, shp, lo, bound))
 
 
 def scaled(
