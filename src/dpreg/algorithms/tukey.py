@@ -483,7 +483,8 @@ def ptr_false_pass_probability(eps2: float, delta: float, b: float) -> float:
     Laplace upper tail ``P(Z > x) = exp(-x/b) / 2`` (``x >= 0``); ``delta`` when
     ``b = 1/eps2`` (the published test).
     """
-    return 0.5 * math.exp(-math.log(1.0 / (2.0 * delta)) / (eps2 * b))
+    # divided in turn: eps2 * b underflows to 0 at tiny epsilon, the quotient to inf
+    return 0.5 * math.exp(-math.log(1.0 / (2.0 * delta)) / eps2 / b)
 
 
 def _releases(ctx: ReleaseContext, *, code: bool) -> list[Release]:
