@@ -8,6 +8,12 @@ profile), the composed total -- basic composition as the thesis uses it,
 and the exact GDP value (Dong, Roth & Su 2019) -- and the statistics the
 pre-processing takes from the data *without* noise (the thesis' option 2),
 so that nobody mistakes the total for an end-to-end guarantee.
+
+Every failure probability of a safety margin or test is a release of its
+own (mechanism ``"failure"``, cost ``(0, p)``), so the composed delta counts
+it; a stated release whose claim is not met records the epsilon a theorem
+does give (``true_epsilon``), which the exact accounting charges (the
+releases column shows it as ``[true_eps=...]``).
 """
 
 from __future__ import annotations
