@@ -280,3 +280,16 @@ def test_tukey_ledger_charges_the_generic_bound_and_the_false_pass(eps):
     ctotal = ledger_entry("tukey-code", epsilon=eps, delta=DELTA, d=3)["total"]
     assert ctotal["exact_epsilon"] == pytest.approx(1 / eps2 + eps, rel=1e-12)
     assert ctotal["exact_delta"] == pytest.approx(DELTA + p, rel=1e-12)
+
+
+def test_adaops_lambda_margin_shrinks_with_the_intercept_bound():
+    # the thesis' intercept gives B_X = sqrt(2): Wang's shift (without B_X^2) is then only
+    # sqrt(ell6)/2 noise sds, and the lambda_min margin fails with probability ~0.024
+    bx = math.sqrt(2.0)
+    ell6 = math.log(6.0 / DELTA)
+    cols = trial_columns(
+        "adaops", [1.0], delta=DELTA, d=4, rho=0.05, n=5000, bound_x=bx, bound_y=1.0
+    )[1.0]
+    want = DELTA + _upper_tail(math.sqrt(ell6) / 2.0) + _upper_tail(math.sqrt(ell6))
+    assert cols["delta_basic"] == pytest.approx(want, rel=1e-12)
+    assert 0.02 < cols["delta_basic"] < 0.03
