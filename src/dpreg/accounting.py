@@ -38,12 +38,14 @@ __all__ = [
     "Release",
     "compose",
     "external_release",
+    "failure_release",
     "gaussian_release",
     "gdp_delta",
     "gdp_epsilon",
     "gdp_mu",
     "laplace_epsilon",
     "laplace_release",
+    "stated_cost",
     "stated_release",
 ]
 
@@ -159,6 +161,14 @@ class Release:
         (classical: ``epsilon_i < 1``); for Wang's scales, which come with no
         proof, whether the exact Gaussian privacy profile meets
         ``(epsilon_i, delta_i)``.
+    true_epsilon : float or None
+        For a release whose cost is stated (not Gaussian or Laplace): the
+        epsilon a theorem does give it at ``delta`` when that differs from the
+        nominal one (e.g. the smallest epsilon whose sufficient conditions the
+        constants meet, or the generic bound of a mechanism whose nominal
+        share rests on an unchecked claim).  The accountant :func:`compose`
+        charges it instead of ``epsilon`` in its exact accounting; ``None``:
+        the nominal epsilon is the cost.
     """
 
     name: str
@@ -169,6 +179,7 @@ class Release:
     delta: float
     calibration: str
     valid: bool
+    true_epsilon: float | None = None
 
     @property
     def mu(self) -> float:
@@ -254,13 +265,16 @@ def stated_release(
     sensitivity: float = math.nan,
     scale: float = math.nan,
     valid: bool = True,
+    true_epsilon: float | None = None,
 ) -> Release:
     """A release whose guarantee is stated by its own theorem, not by a scale.
 
     For mechanisms such as objective perturbation or noisy gradient descent
     the ledger cannot compute the cost from one sensitivity and one scale;
-    :func:`compose` takes the stated ``(epsilon, delta)``.  ``sensitivity``
-    and ``scale`` are recorded when they mean something.
+    :func:`compose` takes the stated ``(epsilon, delta)``, or
+    ``(true_epsilon, delta)`` when the ledger knows a larger proven epsilon
+    (see :class:`Release`).  ``sensitivity`` and ``scale`` are recorded when
+    they mean something.
     """
     if mechanism in ("gaussian", "laplace", "none"):
         raise DPRegError(
@@ -275,7 +289,29 @@ def stated_release(
         float(delta),
         calibration,
         bool(valid),
+        None if true_epsilon is None else float(true_epsilon),
     )
+
+
+def failure_release(name: str, *, probability: float, calibration: str, valid: bool) -> Release:
+    """The failure probability of a safety margin, test or tail bound, as a delta term.
+
+    A mechanism that is ``(epsilon, delta)``-DP whenever an event of
+    probability at least ``1 - p`` holds (a noisy lower bound really lying
+    below the statistic, a propose-test-release test not passing an unsafe
+    dataset) is ``(epsilon, delta + p)``-DP: the failure costs ``(0, p)``
+    and :func:`compose` adds ``p`` to the delta (mechanism ``"failure"``).
+    ``valid`` says whether the entry's claimed budget leaves room for it.
+    """
+    p = float(probability)
+    if not (0.0 <= p <= 1.0):
+        raise DPRegError(f"failure probability of {name!r} must lie in [0, 1], got {probability!r}")
+    return Release(str(name), "failure", math.nan, math.nan, 0.0, p, calibration, bool(valid))
+
+
+def stated_cost(release: Release) -> float:
+    """Epsilon the accountant charges a stated release: ``true_epsilon`` if known, else nominal."""
+    return release.epsilon if release.true_epsilon is None else release.true_epsilon
 
 
 def laplace_epsilon(release: Release) -> float:
@@ -318,7 +354,9 @@ def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool 
       Corollary 3.3), whose exact epsilon at ``delta`` and exact delta at the
       basic epsilon are returned; Laplace releases cost ``sum D_i / b_i`` at
       delta 0; any other release (``external``, or a mechanism whose
-      guarantee is its own theorem) costs its stated budget.  When kinds are mixed
+      guarantee is its own theorem) costs its stated budget -- its
+      ``true_epsilon`` where the ledger knows one -- and a ``failure``
+      release (:func:`failure_release`) costs ``(0, p)``.  When kinds are mixed
       the exact epsilon is the GDP epsilon of the Gaussian part at
       ``delta`` plus the pure epsilons of the rest (exact per kind, basic
       across kinds; ``exact_delta`` is then None).
@@ -348,7 +386,7 @@ def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool 
     # releases whose cost is argued by their own theorem (external libraries, objective
     # perturbation, posterior sampling, ...): their stated budget, taken at face value
     external = [r for r in private if r.mechanism not in ("gaussian", "laplace")]
-    pure += float(sum(r.epsilon for r in external))
+    pure += float(sum(stated_cost(r) for r in external))
     ext_delta = float(sum(r.delta for r in external))
     if gauss:
         mu = math.sqrt(sum(r.mu**2 for r in gauss))

@@ -35,6 +35,10 @@ correction of Kalaja 2020, Algorithm 3), :func:`wang_symmetric_noise`
 block of normals) and :func:`laplace_noise`.  Every draw takes a
 keyword-only ``rng`` and a repeat count ``size``, and lays the values out
 repeat-major, so the first ``R`` repeats never change when ``size`` grows.
+An optional ``release`` names the release a draw serves: while
+:func:`dpreg.drawcheck.recording` is active the draw (family, shape and the
+scale applied) is recorded for the fit-versus-release check; otherwise the
+hook records nothing.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from typing import Literal
 
 import numpy as np
 
+from dpreg import drawcheck
 from dpreg._validation import (
     DPRegError,
     check_bound,
@@ -59,6 +64,7 @@ from dpreg.accounting import (
     Release,
     compose,
     external_release,
+    failure_release,
     gaussian_release,
     gdp_delta,
     gdp_epsilon,
@@ -86,6 +92,7 @@ __all__ = [
     "gdp_epsilon",
     "gdp_mu",
     "external_release",
+    "failure_release",
     "gaussian_release",
     "laplace_epsilon",
     "gumbel_noise",
@@ -249,7 +256,9 @@ def matrix_from_normals(kind: str, z: np.ndarray, d: int, scale: float) -> np.nd
     raise DPRegError(f"unknown matrix noise kind {kind!r}; known: {', '.join(MATRIX_KINDS)}")
 
 
-def symmetric_noise(d: int, *, scale: float, rng: np.random.Generator, size: int) -> np.ndarray:
+def symmetric_noise(
+    d: int, *, scale: float, rng: np.random.Generator, size: int, release: str | None = None
+) -> np.ndarray:
     """``size`` symmetric ``d x d`` Gaussian matrices, every entry ``N(0, scale^2)``.
 
     The upper triangle (diagonal included) is drawn i.i.d. and mirrored
@@ -258,12 +267,13 @@ def symmetric_noise(d: int, *, scale: float, rng: np.random.Generator, size: int
     """
     rng = as_generator(rng)
     s = _check_draw(d, size, scale)
+    drawcheck.record(release, "gaussian", s, (size, d, d))
     z = rng.standard_normal((size, noise_width("symmetric", d)))
     return matrix_from_normals("symmetric", z, d, s)
 
 
 def wang_symmetric_noise(
-    d: int, *, scale: float, rng: np.random.Generator, size: int
+    d: int, *, scale: float, rng: np.random.Generator, size: int, release: str | None = None
 ) -> np.ndarray:
     """``scale * (G + G^T) / 2`` with ``G`` i.i.d. ``N(0, 1)`` (Wang's AdaSSP code).
 
@@ -272,20 +282,27 @@ def wang_symmetric_noise(
     """
     rng = as_generator(rng)
     s = _check_draw(d, size, scale)
+    drawcheck.record(release, "gaussian", s, (size, d, d))
     return matrix_from_normals("wang", rng.standard_normal((size, d * d)), d, s)
 
 
-def full_noise(d: int, *, scale: float, rng: np.random.Generator, size: int) -> np.ndarray:
+def full_noise(
+    d: int, *, scale: float, rng: np.random.Generator, size: int, release: str | None = None
+) -> np.ndarray:
     """A non-symmetric i.i.d. ``N(0, scale^2)`` ``d x d`` matrix per repeat (Wang's SSP code)."""
     rng = as_generator(rng)
     s = _check_draw(d, size, scale)
+    drawcheck.record(release, "gaussian", s, (size, d, d))
     return matrix_from_normals("full", rng.standard_normal((size, d * d)), d, s)
 
 
-def vector_noise(d: int, *, scale: float, rng: np.random.Generator, size: int) -> np.ndarray:
+def vector_noise(
+    d: int, *, scale: float, rng: np.random.Generator, size: int, release: str | None = None
+) -> np.ndarray:
     """``size`` i.i.d. ``N(0, scale^2 I_d)`` vectors, shape ``(size, d)``."""
     rng = as_generator(rng)
     s = _check_draw(d, size, scale)
+    drawcheck.record(release, "gaussian", s, (size, d))
     return rng.standard_normal((size, d)) * s
 
 
@@ -296,6 +313,7 @@ def normal_block_noise(
     *,
     rng: np.random.Generator,
     size: int,
+    releases: tuple[str | None, ...] | list[str | None] | None = None,
 ) -> list[np.ndarray]:
     """Gaussian noise of several releases from one block of standard normals per repeat.
 
@@ -305,7 +323,8 @@ def normal_block_noise(
     call, repeat-major: the first ``R`` repeats do not change when ``size``
     grows, and runs with the same ``kinds`` consume the same normals
     (common random numbers).  Returns ``(size,)``, ``(size, d)`` or
-    ``(size, d, d)`` arrays.
+    ``(size, d, d)`` arrays.  ``releases`` names the release each part
+    serves (for :mod:`dpreg.drawcheck`; ``None`` for a part scaled later).
     """
     rng = as_generator(rng)
     if len(kinds) != len(scales):
@@ -313,6 +332,10 @@ def normal_block_noise(
     check_positive_int(size, "size")
     checked = [_check_draw(max(int(d), 1), 1, s) for s in scales]
     widths = [noise_width(k, d) for k in kinds]
+    if drawcheck.active():
+        names = list(releases) if releases is not None else [None] * len(kinds)
+        for name, s, w in zip(names, checked, widths, strict=True):
+            drawcheck.record(name, "gaussian", s, (int(size), w))
     z = rng.standard_normal((int(size), sum(widths)))
     out = []
     lo = 0
@@ -344,15 +367,22 @@ def gumbel_noise(shape: tuple[int, ...], *, rng: np.random.Generator) -> np.ndar
     return rng.gumbel(size=tuple(int(k) for k in shape))
 
 
-def laplace_noise(shape: tuple[int, ...], *, scale: float, rng: np.random.Generator) -> np.ndarray:
+def laplace_noise(
+    shape: tuple[int, ...],
+    *,
+    scale: float,
+    rng: np.random.Generator,
+    release: str | None = None,
+) -> np.ndarray:
     """i.i.d. Laplace(0, scale) noise of the given shape (leading axis = repeats)."""
     rng = as_generator(rng)
     s = _check_draw(1, 1, scale)
+    drawcheck.record(release, "laplace", s, shape)
     return rng.laplace(0.0, 1.0, size=shape) * s
 
 
 def objective_laplace_noise(
-    d: int, *, scale: float, rng: np.random.Generator, size: int
+    d: int, *, scale: float, rng: np.random.Generator, size: int, release: str | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Laplace noise on the coefficients of a quadratic objective, mapped to statistics.
 
@@ -378,7 +408,8 @@ def objective_laplace_noise(
     """
     rng = as_generator(rng)
     m = d * (d + 1) // 2
-    lap = laplace_noise((int(size), m + d), scale=scale, rng=rng)
+    with drawcheck.serving(release):  # laplace_noise records its draw under this name
+        lap = laplace_noise((int(size), m + d), scale=scale, rng=rng)
     iu = _triu(d)
     quad = lap[:, :m].copy()
     quad[:, iu[0] != iu[1]] *= 0.5

@@ -46,6 +46,7 @@ def claimed_release(
     delta: float,
     calibration: str,
     valid: bool,
+    true_epsilon: float | None = None,
 ) -> Release:
     """A release whose cost is the ``(epsilon, delta)`` its analysis claims.
 
@@ -53,7 +54,8 @@ def claimed_release(
     stated budget); ``mechanism`` is one of :data:`CLAIMED_MECHANISMS`.
     ``sensitivity`` and ``scale`` must be finite (the ledger prints them); a
     non-finite value inside a release function means its arithmetic
-    overflowed.
+    overflowed.  ``true_epsilon``: the epsilon a theorem does give where the
+    claim fails and the ledger can compute it (charged by the accountant).
     """
     if mechanism not in CLAIMED_MECHANISMS:
         raise ValueError(f"mechanism {mechanism!r} is not one of {CLAIMED_MECHANISMS}")
@@ -71,6 +73,7 @@ def claimed_release(
         sensitivity=sensitivity,
         scale=scale,
         valid=valid,
+        true_epsilon=true_epsilon,
     )
 
 

@@ -42,12 +42,29 @@ release is recorded in units of it (sensitivity 1).  The sample is an
 upper bound on the Lipschitz constant: it is outside validity when the cap
 of (W15) can understate it (``adaops``, ``adaops-post``); its recorded
 sensitivity and scale are the largest any repeat can use
-(:func:`sample_bounds`).  Both noisy quantities rely on a safety margin of
-``sqrt(ell6)`` noise standard deviations that fails with probability
-``Phi(-sqrt(ell6))`` each (:func:`margin_failure_probability`); at ``delta =
-1e-6`` that is about ``4e-5``, far above ``delta/3``, so no AdaOPS entry
-meets its nominal delta.  ``valid`` judges each release by itself and does
-not include these failure probabilities.
+(:func:`sample_bounds`).
+
+Safety margins, counted in delta.  The sample's guarantee needs two noisy
+quantities to err on the safe side: ``lam_tilde <= lambda_min(X^T X + c I)``
+(W9) and ``D >= ln(B_Y + B_X ||theta_hat||)`` (W14).  Each holds unless its
+Gaussian noise exceeds the margin subtracted (added) for it:
+
+* (W9) subtracts ``ell6 / (eps/4)`` from a release of noise sd ``B_X^2
+  sqrt(ell6) / (eps/4)``: a margin of ``sqrt(ell6) / B_X^2`` sds, failing
+  with probability ``Phi(-sqrt(ell6) / B_X^2)`` (Wang's code omits ``B_X^2``
+  in the shift, so the margin shrinks when ``B_X > 1``);
+* (W14) adds ``sigma_D ell6`` to noise of sd ``sigma_D sqrt(ell6)``: a margin
+  of ``sqrt(ell6)`` sds, failing with probability ``Phi(-sqrt(ell6))``.
+
+A mechanism that is ``(eps, delta)``-DP whenever an event of probability
+``>= 1 - p`` holds is ``(eps, delta + p)``-DP, so each failure probability is
+a ``"failure"`` release of cost ``(0, p)``
+(:func:`dpreg.mechanisms.failure_release`;
+:func:`margin_failure_probabilities`).  At ``delta = 1e-6`` and ``B_X = 1``
+each is ``Phi(-sqrt(ln 6e6)) = 3.93e-5``: the composed delta is ``1e-6 +
+7.87e-5``, about 80 times the claim, so every AdaOPS entry at every epsilon
+is outside validity (the claimed split ``delta/3`` per release leaves no room
+for them; the margin releases carry ``valid = False``).
 
 References
 ----------
@@ -62,6 +79,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from dpreg import drawcheck
 from dpreg import mechanisms as mech
 from dpreg.algorithms._wang import C1, calibration_guard, claimed_release, quadratic_root
 from dpreg.algorithms.base import Algorithm, FitOptions, FitResult, ReleaseContext, Style
@@ -75,6 +93,7 @@ __all__ = [
     "adaops_lambda",
     "adaops_objective",
     "sample_bounds",
+    "margin_failure_probabilities",
     "margin_failure_probability",
 ]
 
@@ -93,11 +112,32 @@ def adaops_constants(eps: float, delta: float, d: int, rho: float = 0.05) -> dic
     }
 
 
-def margin_failure_probability(delta: float) -> float:
-    """``Phi(-sqrt(ln(6/delta)))``: chance one of AdaOPS's safety margins fails."""
+def margin_failure_probability(delta: float, *, bound_x: float = 1.0) -> float:
+    """``Phi(-sqrt(ln(6/delta)) / B_X^2)``: chance the ``lambda_min`` margin (W9) fails.
+
+    At ``B_X = 1`` it is also the chance the Lipschitz margin (W14) fails
+    (whose margin, ``sqrt(ell6)`` sds, does not depend on ``B_X``); see
+    :func:`margin_failure_probabilities`.  Gaussian upper tail:
+    ``P(N(0, 1) > z) = Phi(-z)``.
+    """
     from scipy.special import ndtr  # on first use: importing the registry skips scipy
 
-    return float(ndtr(-math.sqrt(math.log(6.0 / delta))))
+    return float(ndtr(-math.sqrt(math.log(6.0 / delta)) / bound_x**2))
+
+
+def margin_failure_probabilities(delta: float, bound_x: float = 1.0) -> dict[str, float]:
+    """Failure probability of each safety margin, by the release it protects.
+
+    ``lambda_min``: the noise of sd ``B_X^2 sqrt(ell6)/(eps/4)`` exceeds the
+    shift ``ell6/(eps/4)`` of (W9), ``Phi(-sqrt(ell6) / B_X^2)``;
+    ``log_lipschitz``: the noise of sd ``sigma_D sqrt(ell6)`` falls below
+    ``-sigma_D ell6`` in (W14), ``Phi(-sqrt(ell6))``.  Neither depends on
+    epsilon.
+    """
+    return {
+        "lambda_min": margin_failure_probability(delta, bound_x=bound_x),
+        "log_lipschitz": margin_failure_probability(delta),
+    }
 
 
 def _log_g(s: np.ndarray, c1: float, c2: float, bx: float) -> np.ndarray:
@@ -186,7 +226,7 @@ def _releases(ctx: ReleaseContext, *, cap: bool) -> list[Release]:
     )
     s = math.sqrt(ell6) / (eps / 4.0)
     ok = wang_valid(eps / 4.0, delta / 3.0, s)
-    return [
+    out = [
         mech.gaussian_release(
             "lambda_min",
             sensitivity=ctx.bound_x**2,
@@ -218,6 +258,19 @@ def _releases(ctx: ReleaseContext, *, cap: bool) -> list[Release]:
             valid=cap,
         ),
     ]
+    # the two safety margins fail with these probabilities: delta terms the claimed
+    # split (delta/3 per release) leaves no room for
+    fails = margin_failure_probabilities(delta, ctx.bound_x)
+    room = delta - sum(r.delta for r in out) - sum(fails.values()) >= 0.0
+    return [
+        *out,
+        *(
+            mech.failure_release(
+                f"{name}_margin", probability=p, calibration="gaussian-tail", valid=room
+            )
+            for name, p in fails.items()
+        ),
+    ]
 
 
 def _fit(
@@ -235,12 +288,15 @@ def _fit(
         d,
         rng=opts.rng,  # type: ignore[arg-type]
         size=size,
+        releases=("lambda_min", "log_lipschitz", None),
     )
     evals, Q = stats.eigh()
     evals = np.maximum(evals, 0.0)
     # (W9): released lambda_min, then Wang's shift ell6/(eps/4) (without B_X^2)
     lam_noisy = float(evals[0]) + c + z1
-    lam_tilde = np.maximum(lam_noisy - ell6 / (eps / 4.0), 0.0)
+    shift = ell6 / (eps / 4.0)
+    drawcheck.margin("lambda_min_margin", shift / rel[0].scale)  # in noise sds
+    lam_tilde = np.maximum(lam_noisy - shift, 0.0)
     lam_tgt = np.maximum(2.0 * bx**2 * (1.0 + ell6) / eps - lam_tilde, 0.0)  # (W10)
     lam = adaops_lambda(lam_tilde, lam_tgt, k["C1"], k["C2"], bx)  # (W12)
     # (W13) theta_hat through X^T X = Q diag(evals) Q^T
@@ -253,6 +309,8 @@ def _fit(
     # (W14): z2 already carries sqrt(ell6)/(eps/4); multiply by the sensitivity
     sens_d = np.log1p(bx**2 / h)
     sigma_d = sens_d / (eps / 4.0)
+    # the margin sigma_D ell6 against noise of sd sens_D * (release scale)
+    drawcheck.margin("log_lipschitz_margin", sigma_d * ell6 / (sens_d * rel[1].scale))
     D = np.log(by + bx * tnorm) + sens_d * z2 + sigma_d * ell6
     if cap:
         theta_b = np.minimum(math.sqrt(n) * by / (2.0 * np.sqrt(c + lam)), n * bx * by / h)
@@ -264,7 +322,8 @@ def _fit(
     b = L * np.sqrt(ell6 / h)
     cc = (1.0 + ell6) * bx**2 / (2.0 * h) - eps / 2.0
     sqrt_gamma = quadratic_root(a, b, cc)
-    zs = z3 / sqrt_gamma[:, None]
+    # the release declares the largest 1/sqrt(gamma) any repeat can use
+    zs = drawcheck.scaled(z3, 1.0 / sqrt_gamma, release="theta", bound=True)
     if posterior:
         noise = ((Q.T @ zs.T).T / np.sqrt(den)) @ Q.T
     else:

@@ -21,7 +21,13 @@ the training rows for row-based algorithms, ``solve`` and ``capture``).
 * The noise scales a fit uses must be read from ``releases`` (never
   recomputed), so the scale used and the scale the ledger reports cannot
   disagree.
-* Every draw goes through :func:`draw_noise` or :mod:`dpreg.mechanisms`.
+* Every draw goes through :func:`draw_noise` or :mod:`dpreg.mechanisms`
+  (naming the release it serves); a scale, clip threshold or safety margin
+  the fit applies by hand goes through :func:`dpreg.drawcheck.scaled`,
+  :func:`~dpreg.drawcheck.clip` or :func:`~dpreg.drawcheck.margin`, so the
+  fit-versus-release check (:func:`dpreg.drawcheck.draw_check`, run on every
+  entry by the contract tests and by the end-to-end audit) sees what the fit
+  really draws.
 * A fit whose last step is one linear solve per repeat may return a
   :class:`PendingSolve` when ``opts.solve`` is false; the sweep then stacks
   the systems of the whole epsilon grid into one batched solve.
@@ -238,7 +244,12 @@ def draw_noise(
     ``(size, d, d)``), each multiplied by its release's ``scale``.
     """
     return mech.normal_block_noise(
-        tuple(kinds), [r.scale for r in releases], d, rng=as_generator(rng), size=int(size)
+        tuple(kinds),
+        [r.scale for r in releases],
+        d,
+        rng=as_generator(rng),
+        size=int(size),
+        releases=[r.name for r in releases],
     )
 
 

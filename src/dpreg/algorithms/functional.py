@@ -64,6 +64,7 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResult | 
         scale=rel[0].scale,
         rng=as_generator(opts.rng),
         size=opts.size,
+        release=rel[0].name,
     )
     xtx = stats.xtx + E
     xty = stats.xty + v

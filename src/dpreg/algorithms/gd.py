@@ -57,6 +57,7 @@ import math
 
 import numpy as np
 
+from dpreg import drawcheck
 from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
 from dpreg.algorithms.base import Algorithm, FitOptions, FitResult, ReleaseContext, Style
@@ -134,8 +135,9 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResult:
     theta = np.zeros((R, d))
     sums = np.empty((R, T, d))
     for t in range(T):
-        resid = np.clip(y[:, None] - X @ theta.T, -C, C)  # (n, R)
-        sums[:, t] = (X.T @ resid).T + sigma * xi[:, t]
+        name = f"grad_{t + 1}"
+        resid = drawcheck.clip(y[:, None] - X @ theta.T, C, release=name, row_norm=stats.bound_x)
+        sums[:, t] = (X.T @ resid).T + drawcheck.scaled(xi[:, t], sigma, release=name)
         theta = theta + (eta / n) * sums[:, t]
     failed = ~np.all(np.isfinite(theta), axis=1)
     theta[failed] = np.nan

@@ -38,6 +38,7 @@ import math
 
 import numpy as np
 
+from dpreg import drawcheck
 from dpreg import mechanisms as mech
 from dpreg._validation import epsilon_too_small
 from dpreg.algorithms._wang import calibration_guard, claimed_release
@@ -118,7 +119,9 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResult:
                 L = bx * (bx * np.sqrt(np.einsum("rd,rd->r", theta, theta)) + by)
                 sigma = math.sqrt(ell) * L / base
                 eta = step_c / np.sqrt(sigma**2 * ell + L**2)
-                g = np.einsum("rsd,rs->rd", Xi, resid) - theta + sigma[:, None] * xi[j]
+                # sigma follows the step's Lipschitz bound L: the ratio is the release's
+                noise = drawcheck.scaled(xi[j], sigma, release="theta", sensitivity=L)
+                g = np.einsum("rsd,rs->rd", Xi, resid) - theta + noise
                 if phase == 1:
                     theta -= eta[:, None] * g
                 else:

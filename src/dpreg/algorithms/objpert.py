@@ -28,7 +28,11 @@ theta)^2 - y x^T theta`` (gradient bound ``B_X (2 B_X r + B_Y)``, Hessian bound
 ``2 B_X^2``); his noise and ridge term meet KST's (halved) requirements only
 when ``s_b >= B_X (2 B_X r + B_Y) sqrt(2 ln(2/delta) + eps) / eps`` and
 ``kappa >= 2 B_X^2 / eps``, i.e. ``eps <= 2 sqrt(2) / 3`` at ``B_X = B_Y = 1``.
-Outside that range the release is marked invalid.
+Outside that range the release is marked invalid, and the ledger charges the
+smallest ``eps'`` whose sufficient conditions Wang's constants (computed at
+the claimed ``eps``) do meet (:func:`wang_objpert_true_epsilon`; ``true_epsilon``
+of the release): ``1.06`` at a claimed 1 and ``315`` at a claimed 10
+(``delta = 1e-6``, ``B_X = B_Y = 1``).
 
 References
 ----------
@@ -52,7 +56,7 @@ from dpreg.algorithms.base import Algorithm, FitOptions, FitResult, ReleaseConte
 from dpreg.mechanisms import Release
 from dpreg.stats import SuffStats
 
-__all__ = ["ENTRIES", "objpert_constants", "trust_region_ball"]
+__all__ = ["ENTRIES", "objpert_constants", "trust_region_ball", "wang_objpert_true_epsilon"]
 
 #: Radius of the ball both entries optimise over (``ObjPert.m``: ``norm(theta) <= 1``).
 RADIUS = 1.0
@@ -97,6 +101,38 @@ def wang_objpert_valid(epsilon: float, delta: float, bound_x: float, bound_y: fl
     need_kappa = 2.0 * bound_x**2 / epsilon
     # relative slack 1e-12: equality is allowed and must survive rounding
     return c["sigma"] >= need_sigma * (1 - 1e-12) and c["kappa"] >= need_kappa * (1 - 1e-12)
+
+
+def wang_objpert_true_epsilon(
+    epsilon: float, delta: float, bound_x: float, bound_y: float
+) -> float:
+    """The smallest ``eps'`` at which Wang's constants meet KST's sufficient conditions.
+
+    Wang's noise sd ``s_b`` and ridge ``kappa`` are fixed by the claimed
+    ``epsilon`` (:func:`objpert_constants`); KST (2012, Theorem 2, halved for
+    add/remove neighbours as in :func:`wang_objpert_valid`) gives ``(eps',
+    delta)``-DP when
+
+        s_b >= zeta sqrt(2 ln(2/delta) + eps') / eps'   and   kappa >= beta / eps'
+
+    with ``zeta = B_X (2 B_X r + B_Y)`` and ``beta = 2 B_X^2``.  The first
+    bound decreases in ``eps'``; at equality ``s_b^2 x^2 - zeta^2 x - 2 ln(2/delta)
+    zeta^2 = 0`` has the positive root ``x = (zeta^2 + sqrt(zeta^4 + 8 ln(2/delta)
+    zeta^2 s_b^2)) / (2 s_b^2)``; the second needs ``eps' >= beta / kappa``.  So
+    ``eps' = max(x, beta / kappa)``; it is at most ``epsilon`` exactly when the
+    release is valid.
+
+    References
+    ----------
+    Kifer, D., Smith, A. & Thakurta, A. (2012). Private convex empirical risk
+    minimization and high-dimensional regression. COLT, Theorem 2.
+    """
+    c = objpert_constants(epsilon, delta, bound_x, bound_y, kst=False)
+    zeta = bound_x * (2.0 * bound_x * RADIUS + bound_y)
+    ell = math.log(2.0 / delta)
+    sb2 = c["sigma"] ** 2
+    x = (zeta**2 + math.sqrt(zeta**4 + 8.0 * ell * zeta**2 * sb2)) / (2.0 * sb2)
+    return max(x, 2.0 * bound_x**2 / c["kappa"])
 
 
 def trust_region_ball(
@@ -170,6 +206,12 @@ def trust_region_ball(
 def _releases(ctx: ReleaseContext, *, kst: bool) -> list[Release]:
     c = objpert_constants(ctx.epsilon, ctx.delta, ctx.bound_x, ctx.bound_y, kst=kst)
     valid = True if kst else wang_objpert_valid(ctx.epsilon, ctx.delta, ctx.bound_x, ctx.bound_y)
+    # outside validity the accountant charges the epsilon KST's conditions do give
+    true_eps = (
+        None
+        if valid
+        else wang_objpert_true_epsilon(ctx.epsilon, ctx.delta, ctx.bound_x, ctx.bound_y)
+    )
     return [
         claimed_release(
             "theta",
@@ -180,6 +222,7 @@ def _releases(ctx: ReleaseContext, *, kst: bool) -> list[Release]:
             delta=ctx.delta,
             calibration="kst" if kst else "wang",
             valid=valid,
+            true_epsilon=true_eps,
         )
     ]
 
@@ -200,7 +243,7 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, kst: bool) -
     r0 = rel[0]
     eps = r0.epsilon
     c = objpert_constants(eps, r0.delta, stats.bound_x, stats.bound_y, kst=kst)
-    b = mech.vector_noise(stats.d, scale=r0.scale, rng=opts.rng, size=opts.size)  # type: ignore[arg-type]
+    b = mech.vector_noise(stats.d, scale=r0.scale, rng=opts.rng, size=opts.size, release=r0.name)  # type: ignore[arg-type]
     w = stats.xty[None, :] - b
     evals, Q = stats.eigh()
     # H = X^T X + kappa I; clip round-off below 0 in the eigenvalues of X^T X

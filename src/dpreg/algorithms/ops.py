@@ -197,7 +197,7 @@ def _fit(
     lam, _, _ = ops_lambda(
         rule, r0.epsilon, r0.delta, stats.n, stats.d, stats.bound_x, stats.bound_y, opts.rho
     )
-    z = mech.vector_noise(stats.d, scale=r0.scale, rng=opts.rng, size=opts.size)  # type: ignore[arg-type]
+    z = mech.vector_noise(stats.d, scale=r0.scale, rng=opts.rng, size=opts.size, release=r0.name)  # type: ignore[arg-type]
     H = stats.offset_xtx(opts.xtx_offset + lam)
     try:
         theta, _ = sample_ops(H, stats.xty, z, posterior=posterior)

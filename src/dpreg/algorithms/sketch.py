@@ -81,6 +81,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from dpreg import drawcheck
 from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
 from dpreg.algorithms.base import (
@@ -205,11 +206,18 @@ def _fit_sheffet(
     lam_min = float(eig[0][0])
     R = opts.size
     rngs = opts.rng.spawn(R)  # type: ignore[union-attr]
-    Z = np.concatenate([mech.laplace_noise((1,), scale=rel[0].scale, rng=g) for g in rngs])
+    Z = np.concatenate(
+        [mech.laplace_noise((1,), scale=rel[0].scale, rng=g, release=rel[0].name) for g in rngs]
+    )
     G = np.stack([mech.standard_normals((k, p), rng=g) for g in rngs])
     noisy_test = lam_min - Z
-    clean = noisy_test > w2 + 4.0 * b2 * math.log(1.0 / delta) / eps
-    gram = sketch_gram(eig, np.where(clean, 0.0, w2), G)
+    test_margin = 4.0 * b2 * math.log(1.0 / delta) / eps
+    # the noise-free branch needs lambda_min(A^T A) > w^2: the margin, in Laplace scales
+    drawcheck.margin("sketch", test_margin / rel[0].scale, tail="laplace")
+    clean = noisy_test > w2 + test_margin
+    w = math.sqrt(w2)
+    drawcheck.record("sketch", "gaussian", w, (R, k, p))
+    gram = sketch_gram(eig, np.where(clean, 0.0, w * w), G)
     released = {"lambda_min_test": noisy_test, "sketch": gram}
     return finish(gram[:, :d, :d], gram[:, :d, d], np.full(R, np.nan), opts, released)
 
@@ -385,9 +393,13 @@ def _fit_ihm(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResul
     z0 = z[:, 0]
     Gs = z[:, 1 : 1 + T * k * d].reshape(R, T, k, d)
     xi = z[:, 1 + T * k * d :].reshape(R, T, d)
-    lam_noisy = stats.lambda_min() + sigma_l * z0  # the released lambda_min
+    lam_noisy = stats.lambda_min() + drawcheck.scaled(z0, sigma_l, release="lambda_min")
+    # lam~ <= lambda_min fails with probability Phi(-tau), inside the sketches' delta
+    drawcheck.margin("hessian_sketches", tau)
     lam_t = np.maximum(0.0, lam_noisy - sigma_l * tau)
     s2 = np.maximum(0.0, gamma - lam_t)
+    # the release declares the largest noise level sqrt(gamma)
+    drawcheck.record("hessian_sketches", "gaussian", np.sqrt(s2), (R, T, k, d), bound=True)
     eig = stats.eigh()
     theta = np.zeros((R, d))
     failed = np.zeros(R, dtype=bool)
@@ -395,8 +407,9 @@ def _fit_ihm(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResul
     grads = np.empty((R, T, d))
     for t in range(T):
         H = sketch_gram(eig, s2, Gs[:, t]) / k
-        resid = np.clip(y[:, None] - X @ theta.T, -C, C)  # (n, R)
-        g = (X.T @ resid).T + sigma_g * xi[:, t]
+        name = f"grad_{t + 1}"
+        resid = drawcheck.clip(y[:, None] - X @ theta.T, C, release=name, row_norm=stats.bound_x)
+        g = (X.T @ resid).T + drawcheck.scaled(xi[:, t], sigma_g, release=name)
         hessians[:, t], grads[:, t] = H, g
         step, bad = solve_batched(H, g)
         failed |= bad

@@ -70,6 +70,7 @@ from typing import Any
 
 import numpy as np
 
+from dpreg import drawcheck
 from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError, check_positive_int
 from dpreg.algorithms import ALGORITHMS
@@ -251,7 +252,17 @@ def _regression_pair(alg, *, d, epsilon, delta, samples, rho, seeds):
             last = err
             continue
         added = X1[-1]
-        return out0, out1, releases, added
+        # the fit-versus-release check on D: what the fit draws against its releases
+        mismatches = drawcheck.draw_check(
+            alg,
+            st0,
+            epsilon=epsilon,
+            delta=delta,
+            rng=np.random.default_rng(seeds[0]),
+            rows=(X0, y0),
+            size=2,
+        )
+        return out0, out1, releases, added, mismatches
     assert last is not None
     raise last
 
@@ -381,7 +392,7 @@ def audit_end_to_end(
     ss = seed_sequence(seed, "audit-e2e", name, float(epsilon), float(delta), d, variant or "-")
     s0, s1 = ss.spawn(2)
     if private_stats is None:
-        out0, out1, releases, added = _regression_pair(
+        out0, out1, releases, added, mismatches = _regression_pair(
             alg, d=d, epsilon=epsilon, delta=delta, samples=samples, rho=rho, seeds=(s0, s1)
         )
     else:
@@ -398,6 +409,7 @@ def audit_end_to_end(
         out0, releases = _private_stats_draws(alg, spec, X0, y0, seed=s0, **kw)
         out1, _ = _private_stats_draws(alg, spec, X1, y1, seed=s1, **kw)
         added = X1[-1]
+        mismatches = None  # the private-statistics path draws through the pre-processing
     families = {r.name: r.mechanism for r in releases}
     families.update({"stats:" + r.name: r.mechanism for r in releases})
     k = max(int(FIT_SHARE * samples), 10)
@@ -429,6 +441,8 @@ def audit_end_to_end(
         "observed": sorted(out0),
         "releases": [r.as_dict() for r in releases],
         "pair": {"added_x": [float(v) for v in added], "added_y": 1.0},
+        # dpreg.drawcheck: [] when the fit draws exactly what its releases declare
+        "draw_check": mismatches,
         "test": test,
         "seconds": round(time.perf_counter() - t0, 3),
     }
