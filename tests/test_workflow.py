@@ -419,9 +419,12 @@ def expected_shards(config: dict) -> set[str]:
 
 
 def test_dry_run_of_default_config_with_default_profile(tmp_path):
-    profile = REPO / "workflow" / "profiles" / "default"
-    proc = snakemake(default_workdir(tmp_path), "-n", "--profile", str(profile))
+    # profiles/default beside the Snakefile is read by every run, without a flag
+    proc = snakemake(default_workdir(tmp_path), "-n")
     out = proc.stdout + proc.stderr
+    assert f"Using workflow specific profile {REPO / 'profiles' / 'default'}" in out
+    profile = yaml.safe_load((REPO / "profiles" / "default" / "config.yaml").read_text())
+    assert profile["rerun-incomplete"] is True  # the same command finishes an interrupted run
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     n_exp, n_ds = len(config["experiments"]), len(config["datasets"])
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.M))
