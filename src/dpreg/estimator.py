@@ -59,8 +59,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpreg._validation import DPRegError, check_bound, check_delta, check_epsilon
 from dpreg.algorithms import get_algorithm
+from dpreg.preprocess.stats import SuffStats
 from dpreg.seeding import as_generator
-from dpreg.stats import SuffStats
 
 __all__ = ["NonPrivateWarning", "PrivateLinearRegression", "RowNormClipper", "clip_rows"]
 
@@ -97,7 +97,7 @@ def clip_rows(X: np.ndarray, bound: float) -> np.ndarray:
     over = norms > B
     if over.any():
         # a clipped norm may round to B (1 + 2**-52): within the bound check's
-        # tolerance (dpreg.stats.BOUND_RTOL)
+        # tolerance (dpreg.preprocess.stats.BOUND_RTOL)
         out[over] *= (B / norms[over])[:, None]
     return out
 
@@ -211,7 +211,7 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
         Always 0.0 (the model has no intercept term).
     lambda_ : float
         The ridge parameter used (NaN where the algorithm has none).
-    releases_ : list of dpreg.mechanisms.Release
+    releases_ : list of dpreg.privacy.mechanisms.Release
         What the fit released, with sensitivities and noise scales (the
         privacy ledger of this fit; empty for a non-private algorithm).
     n_features_in_ : int

@@ -7,14 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS, get_algorithm, solve_batched
-from dpreg.stats import ScoreStats, SuffStats
+from dpreg.preprocess.stats import ScoreStats, SuffStats
+from dpreg.privacy import mechanisms as mech
 
 DELTA = 1e-6
 #: The SSP/AdaSSP/functional families this file covers (closed forms, limits);
-#: the other families have their own test files, and tests/test_registry.py
+#: the other families have their own test files, and tests/algorithms/test_registry.py
 #: holds every entry to the shared contract.
 _FAMILIES = ("dpreg.algorithms.ssp", "dpreg.algorithms.adassp", "dpreg.algorithms.functional")
 PRIVATE = [

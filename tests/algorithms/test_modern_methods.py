@@ -15,10 +15,10 @@ import pytest
 from scipy import integrate
 from scipy import stats as sps
 
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
 from dpreg.algorithms import gd, get_algorithm, sketch, tukey
-from dpreg.stats import SuffStats
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import mechanisms as mech
 
 DELTA = 1e-6
 
@@ -387,8 +387,8 @@ def test_failed_safety_tests_are_counted_in_the_sweep_and_summary():
     counts it; the statistics use the passing trials only."""
     import warnings
 
-    from dpreg.summary import summarise
-    from dpreg.sweep import sweep_arrays
+    from dpreg.engine.sweep import sweep_arrays
+    from dpreg.report.summary import summarise
 
     X, y = rows(3000, 3, seed=8)
     with warnings.catch_warnings():
@@ -419,7 +419,7 @@ def test_sweep_partitions_once_per_fold_and_shares_it_across_epsilon(monkeypatch
     models, while the Laplace/Gumbel draws differ per epsilon."""
     import warnings
 
-    from dpreg.sweep import sweep_arrays
+    from dpreg.engine.sweep import sweep_arrays
 
     calls, seen = [], []
     real = tukey.partition_models

@@ -12,13 +12,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS, get_algorithm
 from dpreg.algorithms.adaops import adaops_constants, adaops_lambda, adaops_objective
 from dpreg.algorithms.objpert import trust_region_ball
 from dpreg.algorithms.ops import ops_calibration, sample_ops
-from dpreg.stats import SuffStats
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import mechanisms as mech
 
 DELTA = 1e-6
 OBJPERT = ["objpert", "objpert-kst"]
@@ -522,7 +522,7 @@ def test_overflowing_calibration_says_epsilon_is_too_small(name):
 # suite summaries
 # --------------------------------------------------------------------------
 def _suite_table():
-    from dpreg.suite import CORRECTED, REFERENCES, WANG_CODE
+    from dpreg.report.suite import CORRECTED, REFERENCES, WANG_CODE
 
     rows = []
     for k, ds in enumerate(("d1", "d2")):
@@ -547,7 +547,7 @@ def _suite_table():
 
 
 def test_suite_winners_relative_errors_and_figures(tmp_path):
-    from dpreg import suite
+    from dpreg.report import suite
 
     table = _suite_table()
     w = suite.winners(table, algorithms=suite.WANG_CODE).set_index(["dataset", "epsilon"])

@@ -30,7 +30,6 @@ from scipy.stats import binom, binomtest
 import dpreg.algorithms.adassp as adassp_module
 import dpreg.preprocess.private as private_module
 from dpreg import audit
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS
 from dpreg.audit import (
@@ -48,7 +47,8 @@ from dpreg.audit import (
     simulate_releases,
 )
 from dpreg.audit.model import claimed_releases, declared_layout
-from dpreg.stats import SuffStats
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import mechanisms as mech
 
 DELTA = 1e-6
 

@@ -30,7 +30,7 @@ import pytest
 import ucimlrepo.fetch
 import yaml
 
-import dpreg.data.tables as tables_mod
+import dpreg.data.prepared as tables_mod
 from dpreg._validation import DPRegError
 from dpreg.data import (
     DATASET_KEYS,
@@ -45,7 +45,7 @@ from dpreg.data import (
     validate_entry,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MIRROR = ROOT / "resources" / "mirror"
 
 # n x d after Wang's recipes (SPEC section 1; Wang 2018's table for bike: d = 17).

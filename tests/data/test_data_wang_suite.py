@@ -17,7 +17,7 @@ from snakemake.utils import update_config, validate
 
 from dpreg.data import apply_recipe, fetch_raw, validate_entry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MIRROR = ROOT / "resources" / "mirror"
 SUITE = ROOT / "config" / "wang-suite.yaml"
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"

@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpreg.data
+from dpreg.engine.sweep import assign_folds, sweep_dataset
 from dpreg.preprocess import ArraySource, fold_statistics
-from dpreg.stats import ScoreStats
-from dpreg.sweep import assign_folds, sweep_dataset
+from dpreg.preprocess.stats import ScoreStats
 
 N, D_RANDOM = 5000, 6
 CHUNK = 700

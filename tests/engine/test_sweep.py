@@ -10,8 +10,8 @@ from pandas.testing import assert_frame_equal
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS
 from dpreg.algorithms import base as algmod
-from dpreg.mechanisms import ClassicalCalibrationWarning
-from dpreg.sweep import TRIAL_COLUMNS, assign_folds, sweep_arrays
+from dpreg.engine.sweep import TRIAL_COLUMNS, assign_folds, sweep_arrays
+from dpreg.privacy.mechanisms import ClassicalCalibrationWarning
 
 WANG = {
     "stats": "global",
@@ -401,8 +401,8 @@ def test_tables_do_not_change_under_cross_machine_rounding():
     fraction of its numbers; a full-precision format would change nearly all."""
     import io
 
-    from dpreg import tables
-    from dpreg.summary import summarise
+    from dpreg.io import tables
+    from dpreg.report.summary import summarise
 
     X, y = toy(n=400, seed=8)
     trials = run(

@@ -1,7 +1,7 @@
 """The summaries' faster paths give exactly the numbers of the direct computations.
 
-Each test compares a shortcut of dpreg.bootstrap, dpreg.medians, dpreg.summary,
-dpreg.tables or dpreg.claims with the plain computation it replaces (multi-key group-bys,
+Each test compares a shortcut of dpreg.inference.bootstrap, dpreg.inference.medians, dpreg.report.summary,
+dpreg.io.tables or dpreg.inference.claims with the plain computation it replaces (multi-key group-bys,
 numpy.unique, one numpy.nanquantile per column, scipy.special, one read per
 experiment), with exact equality: the pipeline's tables must not change by a
 single byte.
@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import dpreg.bootstrap as bs
-import dpreg.medians as md
+import dpreg.inference.bootstrap as bs
+import dpreg.inference.medians as md
 from dpreg import DPRegError
-from dpreg.bootstrap import DesignBootstrap, PairedDesigns, cell_codes, paired_ratios
-from dpreg.claims import evaluate_claims
-from dpreg.summary import summarise
-from dpreg.tables import GROUP_KEYS, read_trials, select_trials, write_trials
+from dpreg.inference.bootstrap import DesignBootstrap, PairedDesigns, cell_codes, paired_ratios
+from dpreg.inference.evaluation import evaluate_claims
+from dpreg.io.tables import GROUP_KEYS, read_trials, select_trials, write_trials
+from dpreg.report.summary import summarise
 
 
 def cell_trials(seed=0, *, names=("v", "w"), datasets=("d1", "d2"), K=4, R=7):
@@ -346,7 +346,7 @@ def test_figures_saved_in_one_draw_equal_those_saved_with_the_placeholder_engine
     """_save drops the layout engine after the layout pass; the files must be the
     bytes matplotlib writes when the frozen layout keeps a placeholder engine (which
     makes savefig draw every file twice)."""
-    import dpreg.plots as plots
+    import dpreg.report.figures as plots
 
     table = summarise(cell_trials(seed=11), experiment="e", resamples=50)
     kw = {

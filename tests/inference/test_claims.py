@@ -1,4 +1,4 @@
-"""dpreg.bootstrap and dpreg.claims: design bootstrap, paired ratios, verdicts, README block."""
+"""dpreg.inference.bootstrap and dpreg.inference.claims: design bootstrap, paired ratios, verdicts, README block."""
 
 from __future__ import annotations
 
@@ -12,26 +12,19 @@ import pandas as pd
 import pytest
 
 from dpreg import DPRegError
-from dpreg.bootstrap import (
+from dpreg.inference.bootstrap import (
     DesignBootstrap,
     bootstrap_intervals,
     expanded_alpha,
     paired_ratios,
     resample_counts,
 )
-from dpreg.claims import (
-    evaluate_claims,
-    main,
-    overall_verdict,
-    parse_claims,
-    point_verdicts,
-    readme_block,
-    render_markdown,
-    replace_readme_block,
-)
-from dpreg.tables import CLAIM_COLUMNS, read_claims, write_claims
+from dpreg.inference.claims import overall_verdict, parse_claims, point_verdicts
+from dpreg.inference.evaluation import evaluate_claims
+from dpreg.io.tables import CLAIM_COLUMNS, read_claims, write_claims
+from dpreg.report.claims import main, readme_block, render_markdown, replace_readme_block
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def design(mse: np.ndarray, *, dataset="d", variant="v", algorithm="x", epsilon=1.0):
@@ -484,13 +477,13 @@ def test_committed_readme_blocks_match_their_claims_tables():
         table = ROOT / source
         assert table.exists(), f"{readme}: {source} does not exist"
         assert block == render_markdown(read_claims(table)).rstrip("\n"), (
-            f"{readme}: regenerate with python -m dpreg.claims readme --claims {source} "
+            f"{readme}: regenerate with python -m dpreg.report.claims readme --claims {source} "
             f"--readme {readme.relative_to(ROOT)}"
         )
 
 
 def test_cli_evaluate_reads_trial_files(tmp_path):
-    from dpreg.tables import write_trials
+    from dpreg.io.tables import write_trials
 
     trials = synthetic_sweep_trials()
     (tmp_path / "trials" / "e").mkdir(parents=True)
@@ -521,8 +514,8 @@ def test_cli_evaluate_reads_trial_files(tmp_path):
 
 def test_sweep_trials_give_intervals_around_the_table_statistics():
     """End to end on a real (small) sweep: each interval contains its point estimate."""
-    from dpreg.summary import summarise
-    from dpreg.sweep import sweep_arrays
+    from dpreg.engine.sweep import sweep_arrays
+    from dpreg.report.summary import summarise
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 3))
@@ -550,7 +543,7 @@ def test_sweep_trials_give_intervals_around_the_table_statistics():
 def test_cli_reads_shared_parquet_layout_and_keeps_experiment_datasets(tmp_path):
     import yaml
 
-    from dpreg.tables import write_trials
+    from dpreg.io.tables import write_trials
 
     trials = synthetic_sweep_trials()
     for ds, part in trials.groupby("dataset"):
@@ -579,7 +572,7 @@ def test_a_claims_result_does_not_depend_on_the_other_claims():
 
 
 def test_readme_numbers_are_checked_against_the_tables(tmp_path):
-    from dpreg.quotes import quoted_numbers, table_values, unverified_numbers
+    from dpreg.report.quotes import quoted_numbers, table_values, unverified_numbers
 
     table = tmp_path / "t.csv"
     table.write_text(
@@ -635,9 +628,9 @@ def _write(path, text):
 def test_committed_results_readme_quotes_only_table_numbers():
     """Every number (3+ significant digits) of results/README.md is in a table or the provenance.
 
-    Run ``python -m dpreg.claims check-readme`` to list the offending numbers.
+    Run ``python -m dpreg.report.claims check-readme`` to list the offending numbers.
     """
-    from dpreg.quotes import table_values, unverified_numbers
+    from dpreg.report.quotes import table_values, unverified_numbers
 
     results = ROOT / "results"
     sources = sorted((results / "tables").glob("*.csv")) + [results / "provenance.json"]

@@ -10,7 +10,7 @@ import pytest
 
 from dpreg._validation import DPRegError
 from dpreg.preprocess import ArraySource, VariantSpec, fold_statistics
-from dpreg.stats import SuffStats
+from dpreg.preprocess.stats import SuffStats
 
 # --------------------------------------------------------------------------
 # an independent, row-by-row implementation of SPEC section 4

@@ -15,10 +15,8 @@ import numpy as np
 import pytest
 
 import dpreg.preprocess.private as private_module
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS
-from dpreg.ledger import release_columns
 from dpreg.preprocess import (
     ArraySource,
     PublicRanges,
@@ -29,6 +27,8 @@ from dpreg.preprocess import (
     raw_fold_moments,
 )
 from dpreg.preprocess.private import STAT_RELEASES, private_fold_data_runs, release_statistics
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.ledger import release_columns
 
 DELTA = 1e-6
 FEATURES = ["a", "b", "c"]
@@ -269,7 +269,7 @@ def test_private_stats_needs_an_affine_transform():
 # through the sweep
 # --------------------------------------------------------------------------
 def test_the_sweep_spends_the_share_on_the_statistics_and_the_rest_on_the_algorithm():
-    from dpreg.sweep import assign_folds, sweep_source
+    from dpreg.engine.sweep import assign_folds, sweep_source
 
     X, y, _ = _data(n=400, seed=10)
     fold = assign_folds(len(y), 4, seed=1, dataset="toy")

@@ -3,7 +3,7 @@
 Expected values are written out by hand from the definitions (basic
 composition: sums of the nominal shares; exact: Gaussian-DP composition,
 ``mu = sqrt(sum (D_i / sigma_i)^2)``, with ``delta(eps; mu)`` evaluated here
-with scipy's normal cdf, independently of :mod:`dpreg.mechanisms`; Laplace:
+with scipy's normal cdf, independently of :mod:`dpreg.privacy.mechanisms`; Laplace:
 ``sum D_i / b_i``).  Root-finder results are compared at 1e-9 (their
 tolerance is 1e-12 relative).
 """
@@ -17,18 +17,18 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS
-from dpreg.ledger import (
-    ledger_entry,
-    ledger_report,
+from dpreg.algorithms.peers import peer_entry, peer_ledger
+from dpreg.engine.run_ledger import ledger_entry, ledger_report, trial_columns
+from dpreg.preprocess import (
+    PublicRanges,
+    VariantSpec,
     nonprivate_statistics,
-    release_columns,
-    trial_columns,
+    private_stat_releases,
 )
-from dpreg.peers import peer_entry, peer_ledger
-from dpreg.preprocess import PublicRanges, VariantSpec, private_stat_releases
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.ledger import release_columns
 
 DELTA = 1e-6
 

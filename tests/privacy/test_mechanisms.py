@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS
+from dpreg.privacy import mechanisms as mech
 
 
 def profile_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> float:

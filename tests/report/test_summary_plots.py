@@ -1,4 +1,4 @@
-"""dpreg.summary and dpreg.plots on synthetic trial tables."""
+"""dpreg.report.summary and dpreg.report.figures on synthetic trial tables."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 
 from dpreg import DPRegError
 from dpreg.algorithms import ALGORITHMS
-from dpreg.plots import SCALE_LABEL, panel_grid, plot_experiment
-from dpreg.summary import (
+from dpreg.report.figures import SCALE_LABEL, panel_grid, plot_experiment
+from dpreg.report.summary import (
     INTERVAL_COLUMNS,
     TABLE_COLUMNS,
     config_hash,
@@ -390,7 +390,7 @@ def test_plot_several_variants_labels(tmp_path):
     # per-variant references are distinguishable: same colour, different dashes
     rb, ra = handles[f"{label('ridge')} · b"], handles[f"{label('ridge')} · a"]
     assert rb.get_color() == ra.get_color()
-    from dpreg.plots import _reference_lines
+    from dpreg.report.figures import _reference_lines
 
     planned = {
         ln.label: ln.linestyle
@@ -494,7 +494,8 @@ def test_panel_grid(count, grid):
 # one module owns the tables; atomic writers
 # --------------------------------------------------------------------------
 def test_trial_columns_come_from_tables():
-    from dpreg import sweep, tables
+    from dpreg.engine import sweep
+    from dpreg.io import tables
 
     assert sweep.TRIAL_COLUMNS is tables.TRIAL_COLUMNS
     assert set(tables.TRIAL_COLUMNS) == set(tables.TRIAL_DTYPES)
@@ -507,7 +508,7 @@ def test_trial_columns_come_from_tables():
 def test_atomic_writers_leave_nothing_on_failure(tmp_path, monkeypatch, writer):
     import os
 
-    from dpreg import tables
+    from dpreg.io import tables
 
     table = summarise(synthetic_trials(datasets=("d1",)), experiment="e")
     name, write = {
@@ -534,7 +535,7 @@ def test_atomic_writers_leave_nothing_on_failure(tmp_path, monkeypatch, writer):
 
 
 def test_parquet_trials_round_trip_and_selection(tmp_path):
-    from dpreg.tables import read_trials, write_trials
+    from dpreg.io.tables import read_trials, write_trials
 
     frame = synthetic_trials(variants=("a", "b"))
     a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"

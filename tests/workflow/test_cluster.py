@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TEST_CONFIG = REPO / ".test" / "config" / "config.yaml"
 
 pytest.importorskip("snakemake_executor_plugin_cluster_generic")
@@ -77,7 +77,7 @@ def _n_sweeps(cfg: dict) -> int:
     or "rows" (the algorithms that fit on rows, ``needs_rows``, and peers).
     """
     from dpreg.algorithms import ALGORITHMS
-    from dpreg.peers import PEERS
+    from dpreg.algorithms.peers import PEERS
 
     pairs = set()
     for exp in cfg["experiments"].values():

@@ -7,7 +7,7 @@ so nothing is written into the repository.
 The tables of the tiny run are committed under `.test/expected/`; after an
 intended change of the numbers, refresh them with
 
-    DPREG_UPDATE_EXPECTED=1 python -m pytest tests/test_workflow.py
+    DPREG_UPDATE_EXPECTED=1 python -m pytest tests/workflow/test_workflow.py
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import pandas as pd
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SNAKEFILE = REPO / "Snakefile"
 TEST_CONFIG = REPO / ".test" / "config" / "config.yaml"
 EXPECTED = REPO / ".test" / "expected"
@@ -408,7 +408,7 @@ def test_lint_is_clean(tmp_path):
 def shard_of(algorithm: str) -> str:
     """The trial file of an algorithm: "rows" when it fits on rows (or is a peer), else "stats"."""
     from dpreg.algorithms import ALGORITHMS
-    from dpreg.peers import PEERS
+    from dpreg.algorithms.peers import PEERS
 
     return "rows" if algorithm in PEERS or ALGORITHMS[algorithm].needs_rows else "stats"
 

@@ -54,7 +54,7 @@ def _available_algorithms():
     for peers whose package is missing.
     """
     from dpreg.algorithms import ALGORITHMS
-    from dpreg.peers import PEERS, diffprivlib_available
+    from dpreg.algorithms.peers import PEERS, diffprivlib_available
 
     available = set(ALGORITHMS)
     optional = {}
@@ -182,7 +182,7 @@ def shard_of(algorithm):
     beside the first.  Two jobs per dataset: each job pays its start-up and
     imports once (about a second), however many algorithms it runs.
     """
-    from dpreg.peers import PEERS
+    from dpreg.algorithms.peers import PEERS
 
     if algorithm in PEERS:
         return "rows"

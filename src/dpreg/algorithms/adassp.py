@@ -42,8 +42,8 @@ from dpreg.algorithms.base import (
     finish,
 )
 from dpreg.algorithms.ssp import gdp_releases, split_releases
-from dpreg.mechanisms import Release
-from dpreg.stats import SuffStats
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy.mechanisms import Release
 
 __all__ = ["ENTRIES", "adassp_lambda"]
 

@@ -12,7 +12,7 @@ ledger, audit and sweep derive everything from it.
 Fit functions
 -------------
 ``fit_fn(stats, releases, opts) -> FitResult | PendingSolve`` where ``stats``
-is the training fold's :class:`~dpreg.stats.SuffStats` (rows already checked
+is the training fold's :class:`~dpreg.preprocess.stats.SuffStats` (rows already checked
 against ``stats.bound_x``/``stats.bound_y``), ``releases`` the list returned by
 the entry's release function for this run, and ``opts`` a :class:`FitOptions`
 (``rng``, ``size`` repeats, ``rho``, ``xtx_offset``, resolved hyperparameters,
@@ -21,7 +21,7 @@ the training rows for row-based algorithms, ``solve`` and ``capture``).
 * The noise scales a fit uses must be read from ``releases`` (never
   recomputed), so the scale used and the scale the ledger reports cannot
   disagree.
-* Every draw goes through :func:`draw_noise` or :mod:`dpreg.mechanisms`.
+* Every draw goes through :func:`draw_noise` or :mod:`dpreg.privacy.mechanisms`.
 * A fit whose last step is one linear solve per repeat may return a
   :class:`PendingSolve` when ``opts.solve`` is false; the sweep then stacks
   the systems of the whole epsilon grid into one batched solve.
@@ -55,11 +55,11 @@ from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError, check_delta, check_epsilon, check_noise_scale
-from dpreg.mechanisms import Release, gaussian_release
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.mechanisms import Release, gaussian_release
 from dpreg.seeding import as_generator
-from dpreg.stats import SuffStats
 
 __all__ = [
     "Algorithm",
@@ -230,7 +230,7 @@ def draw_noise(
     Each repeat consumes one contiguous block of standard normals,
     ``[release 1 | release 2 | ...]`` in the order of ``releases``; ``kinds``
     says how each part is shaped (``scalar``, ``vector`` or a matrix kind of
-    :func:`dpreg.mechanisms.matrix_from_normals`).  One generator, one call,
+    :func:`dpreg.privacy.mechanisms.matrix_from_normals`).  One generator, one call,
     repeat-major: the first ``R`` repeats do not change when ``size`` grows,
     and algorithms with the same ``kinds`` consume the same normals.
 
@@ -296,7 +296,7 @@ class Algorithm:
         leading axis (:meth:`SuffStats.stack`) with ``size`` = number of runs,
         giving what one ``size=1`` call per run, drawing from the same
         generator in turn, gives -- bit for bit (checked for every entry in
-        ``tests/test_registry.py``).  :meth:`fit_runs` then makes one call.
+        ``tests/algorithms/test_registry.py``).  :meth:`fit_runs` then makes one call.
     epsilon_free_step : bool
         Whether the fit has a random step that is not privacy noise and does
         not depend on epsilon (TukeyEM: partition and batch fits), drawn from
@@ -634,7 +634,7 @@ def shared_child(seed: np.random.SeedSequence, index: int) -> np.random.SeedSequ
 
 def _check_run_params(stats: object, rho: float, xtx_offset: float) -> None:
     if not isinstance(stats, SuffStats):
-        raise DPRegError("stats must be a dpreg.stats.SuffStats")
+        raise DPRegError("stats must be a dpreg.preprocess.stats.SuffStats")
     if not (0.0 < rho < 1.0):
         raise DPRegError(f"rho must lie in (0, 1), got {rho!r}")
     if not (xtx_offset >= 0 and math.isfinite(xtx_offset)):

@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from dpreg import mechanisms as mech
-from dpreg.mechanisms import Release
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.ledger import release_columns
+from dpreg.privacy.mechanisms import Release, compose
 
 __all__ = [
     "PEERS",
@@ -74,7 +75,7 @@ def peer_releases(name: str, epsilon: float) -> list[Release]:
     """The releases of a peer run: one externally calibrated pure epsilon-DP release.
 
     The library calibrates its noise internally; the ledger takes the
-    budget it states at face value (:func:`dpreg.mechanisms.external_release`).
+    budget it states at face value (:func:`dpreg.privacy.mechanisms.external_release`).
     """
     return [
         mech.external_release(
@@ -85,15 +86,11 @@ def peer_releases(name: str, epsilon: float) -> list[Release]:
 
 def peer_ledger(name: str, epsilon: float, *, delta: float = 1e-6) -> dict[str, Any]:
     """Ledger columns for a peer (pure epsilon-DP as the library states it)."""
-    from dpreg.ledger import release_columns
-
     return release_columns(peer_releases(name, epsilon), delta=delta)
 
 
 def peer_entry(name: str, epsilon: float, *, delta: float) -> dict[str, Any]:
     """The provenance ledger record of a peer run."""
-    from dpreg.mechanisms import compose
-
     rel = peer_releases(name, epsilon)
     return {
         "algorithm": name,

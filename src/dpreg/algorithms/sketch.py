@@ -81,7 +81,6 @@ from functools import lru_cache
 
 import numpy as np
 
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
 from dpreg.algorithms.base import (
     Algorithm,
@@ -93,8 +92,9 @@ from dpreg.algorithms.base import (
     finish,
     solve_batched,
 )
-from dpreg.mechanisms import Release
-from dpreg.stats import SuffStats
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.mechanisms import Release
 
 __all__ = [
     "ENTRIES",

@@ -21,7 +21,6 @@ import math
 
 import numpy as np
 
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
 from dpreg.algorithms.base import (
     Algorithm,
@@ -35,8 +34,9 @@ from dpreg.algorithms.base import (
     finish,
     gaussian_release,
 )
-from dpreg.mechanisms import Release
-from dpreg.stats import SuffStats
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.mechanisms import Release
 
 __all__ = ["ENTRIES", "gdp_releases", "split_releases", "wang_valid"]
 

@@ -120,7 +120,6 @@ from typing import Any
 
 import numpy as np
 
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
 from dpreg.algorithms.base import (
     Algorithm,
@@ -130,9 +129,10 @@ from dpreg.algorithms.base import (
     Style,
     shared_child,
 )
-from dpreg.mechanisms import Release
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.mechanisms import Release
 from dpreg.seeding import as_generator
-from dpreg.stats import SuffStats
 
 __all__ = [
     "ENTRIES",
@@ -472,7 +472,7 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, code: bool) 
     # every later draw of repeat r comes from rngs[r] (after its permutation,
     # when the partition is drawn from rng)
     # (tie-breaking and sampling uniforms are not privacy noise; the Laplace and
-    # Gumbel draws are, and come from dpreg.mechanisms)
+    # Gumbel draws are, and come from dpreg.privacy.mechanisms)
     tie = np.stack([g.random((d, m)) for g in rngs]) * TIE_BREAK
     lap = np.concatenate([mech.laplace_noise((1,), scale=rel[0].scale, rng=g) for g in rngs])
     gum_q = np.stack([mech.gumbel_noise((half - t + 1,), rng=g) for g in rngs])

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpreg._validation import DPRegError
+from dpreg._version import __version__
 from dpreg.data.entries import validate_entry
 from dpreg.data.recipe import apply_recipe
 from dpreg.data.sources import fetch_raw
@@ -80,8 +81,6 @@ def prepare_dataset(
     dict
         The sidecar's content.
     """
-    from dpreg import __version__
-
     outs = [Path(out_table), Path(out_meta)]
     temps: list[str] = []
     try:

@@ -4,7 +4,7 @@ For one (dataset, variant) the sufficient statistics of every fold are
 computed once (:func:`dpreg.preprocess.fold_statistics`) and shared by every
 algorithm run on that variant; every trial after that is d x d work.  For
 each (fold, algorithm, epsilon) the ``R`` noise repeats are drawn and solved
-in one batch and scored with the test fold's :class:`~dpreg.stats.ScoreStats`
+in one batch and scored with the test fold's :class:`~dpreg.preprocess.stats.ScoreStats`
 (no pass over rows).  What runs is the grid ``variants x algorithms`` at
 ``repeats``, or a *plan* ``variant -> {algorithm: repeats}`` (the workflow's
 form: one job sweeps every pair any experiment needs on a dataset).
@@ -50,9 +50,10 @@ from dpreg.algorithms import (
     Algorithm,
     get_algorithm,
 )
-from dpreg.ledger import release_columns, trial_columns
-from dpreg.mechanisms import ClassicalCalibrationWarning
-from dpreg.peers import PEERS, diffprivlib_available, fit_diffprivlib, peer_ledger
+from dpreg.algorithms.peers import PEERS, diffprivlib_available, fit_diffprivlib, peer_ledger
+from dpreg.data import iter_prepared, prepared_shape
+from dpreg.engine.run_ledger import trial_columns
+from dpreg.io.tables import TRIAL_COLUMNS
 from dpreg.preprocess import (
     ArraySource,
     FoldData,
@@ -66,8 +67,9 @@ from dpreg.preprocess import (
     private_stat_releases,
     raw_fold_moments,
 )
+from dpreg.privacy.ledger import release_columns
+from dpreg.privacy.mechanisms import ClassicalCalibrationWarning
 from dpreg.seeding import seed_sequence
-from dpreg.tables import TRIAL_COLUMNS
 
 __all__ = ["TRIAL_COLUMNS", "assign_folds", "sweep_arrays", "sweep_dataset", "sweep_source"]
 
@@ -497,7 +499,7 @@ def _private_stats_blocks(
 
 
 class _RunTests:
-    """The test-fold :class:`~dpreg.stats.ScoreStats` of R runs, stacked (run axis first)."""
+    """The test-fold :class:`~dpreg.preprocess.stats.ScoreStats` of R runs, stacked (run axis first)."""
 
     def __init__(self, fds: Sequence[FoldData]):
         self.uu = np.stack([fd.test.uu for fd in fds])
@@ -520,7 +522,7 @@ def _score_runs(
 ) -> tuple[np.ndarray, np.ndarray]:
     """MSE and R^2 of run r's coefficients on run r's test statistics (NaN where failed).
 
-    The quadratic form of :meth:`~dpreg.stats.ScoreStats.sse`, one run per row.
+    The quadratic form of :meth:`~dpreg.preprocess.stats.ScoreStats.sse`, one run per row.
     """
     th = np.where(failed[:, None], 0.0, theta)
     quad = np.einsum("rd,rde,re->r", th, tests.uu, th)
@@ -658,16 +660,12 @@ class ParquetSource:
     """Streams a prepared Parquet table in chunks (never the whole table in memory)."""
 
     def __init__(self, path: str | Path, fold: np.ndarray, *, chunk_rows: int = 65536):
-        from dpreg.data import prepared_shape
-
         self.path = Path(path)
         self.n, self.d = prepared_shape(self.path)
         self.fold = fold
         self.chunk_rows = int(chunk_rows)
 
     def chunks(self):
-        from dpreg.data import iter_prepared
-
         lo = 0
         for X, y in iter_prepared(self.path, chunk_rows=self.chunk_rows):
             hi = lo + X.shape[0]
@@ -703,8 +701,6 @@ def sweep_dataset(
     of the config key ``public_ranges`` (``{"source": ..., "columns": {...}}``),
     read only by private-stats variants.
     """
-    from dpreg.data import prepared_shape
-
     n, d = prepared_shape(table_path)
     fold = assign_folds(n, folds, seed=seed, dataset=dataset)
     size_mb = table_size_mb(n, d)
@@ -754,8 +750,6 @@ def _read_rows(
     Parquet table first and then copying it out would hold it twice).
     """
     import pyarrow as pa
-
-    from dpreg.data import iter_prepared
 
     X = np.empty((n, d))
     y = np.empty(n)

@@ -33,7 +33,7 @@ stages:
   then rather called inconclusive than supported by chance.
 
 Measured on synthetic designs y = 1 + a_fold + e (K = 10, R = 10, 95%,
-2000 replicates; ``tests/test_claims.py`` repeats the first): noise-dominated
+2000 replicates; ``tests/inference/test_claims.py`` repeats the first): noise-dominated
 (sd(a) = 0.5, sd(e) = 2) coverage of the mean 0.98 with intervals 1.4x the
 width of the exact normal interval; fold-dominated (sd(a) = 1, sd(e) = 0.1)
 0.93; equal parts (0.3, 0.3) 0.94.  The plain percentile interval gave
@@ -75,9 +75,9 @@ import numpy as np
 import pandas as pd
 
 from dpreg._validation import DPRegError
-from dpreg.medians import _fold_constant_medians, _replicate_medians
+from dpreg.inference.medians import _fold_constant_medians, _replicate_medians
+from dpreg.io.tables import GROUP_KEYS, INTERVAL_COLUMNS
 from dpreg.seeding import seed_sequence
-from dpreg.tables import GROUP_KEYS, INTERVAL_COLUMNS
 
 __all__ = [
     "BOOTSTRAP_TRIAL_COLUMNS",
@@ -154,7 +154,7 @@ def _design_counts(K: int, R: int, B: int, seed: int, dataset: str) -> np.ndarra
 
 @functools.lru_cache(maxsize=16)
 def _median_layouts(K: int, R: int, B: int, seed: int, dataset: str):
-    """The counts of a design in the layouts :func:`dpreg.medians._replicate_medians` reads.
+    """The counts of a design in the layouts :func:`dpreg.inference.medians._replicate_medians` reads.
 
     Returns float32 counts ``(B, N)`` (the matrix product; exact, every sum is
     an integer below 2**24), the integer counts with one zero column appended,
@@ -500,7 +500,7 @@ def bootstrap_intervals(
     -------
     pandas.DataFrame
         Columns ``dataset, variant, algorithm, epsilon`` and
-        :data:`dpreg.tables.INTERVAL_COLUMNS`, sorted by the keys.  An
+        :data:`dpreg.io.tables.INTERVAL_COLUMNS`, sorted by the keys.  An
         interval is NaN when every trial of the cell failed.
     """
     level = check_level(level)

@@ -1,9 +1,9 @@
 """Medians of the bootstrap replicates of a cell, computed from the resample counts.
 
-A bootstrap replicate of the (fold, repeat) design (:mod:`dpreg.bootstrap`)
+A bootstrap replicate of the (fold, repeat) design (:mod:`dpreg.inference.bootstrap`)
 is given by its counts: replicate b holds trial j of a cell ``counts[b, j]``
 times.  Its median is therefore the median of a weighted multiset, and
-:mod:`dpreg.bootstrap` needs it for every replicate b of every cell (the
+:mod:`dpreg.inference.bootstrap` needs it for every replicate b of every cell (the
 median intervals of the tables, the median ratios of the claims).  Building
 each resample and calling :func:`numpy.median` on it takes B arrays of K R
 values per cell, each partitioned anew; this module finds the same medians
@@ -27,15 +27,15 @@ from the fold totals of the counts.
 
 Both routes return exactly what the direct computation returns: the medians
 are the same two order statistics averaged the same way, not an
-approximation; ``tests/test_bootstrap_equivalence.py`` and
-``tests/test_claims.py`` compare them with the full scan and with
+approximation; ``tests/inference/test_bootstrap_equivalence.py`` and
+``tests/inference/test_claims.py`` compare them with the full scan and with
 :func:`numpy.median` of explicit resamples.
 
 See Also
 --------
-dpreg.bootstrap.DesignBootstrap.cell_statistic : the caller; it caches the
+dpreg.inference.bootstrap.DesignBootstrap.cell_statistic : the caller; it caches the
     medians per cell and passes the counts in the layouts of
-    ``dpreg.bootstrap._median_layouts``.
+    ``dpreg.inference.bootstrap._median_layouts``.
 """
 
 from __future__ import annotations
@@ -67,8 +67,8 @@ def _replicate_medians(
     ok : numpy.ndarray
         ``(G, N)`` boolean, False for failed or missing trials (left out).
     dense, flat, row_start : numpy.ndarray
-        The replicate counts (:func:`dpreg.bootstrap.resample_counts`) in the layouts of
-        :func:`dpreg.bootstrap._median_layouts`.
+        The replicate counts (:func:`dpreg.inference.bootstrap.resample_counts`) in the layouts of
+        :func:`dpreg.inference.bootstrap._median_layouts`.
 
     Returns
     -------

@@ -5,11 +5,11 @@ Every table the pipeline writes is declared here once:
 - the *trial* table (:data:`TRIAL_COLUMNS`), one row per (dataset, variant,
   algorithm, epsilon, fold, repeat), written by the sweep;
 - the *summary* table (:data:`SUMMARY_COLUMNS`), one row per (dataset,
-  variant, algorithm, epsilon), written by :mod:`dpreg.summary`;
+  variant, algorithm, epsilon), written by :mod:`dpreg.report.summary`;
 - the *claims* table (:data:`CLAIM_COLUMNS`), one row per (claim, dataset,
-  epsilon) plus one overall row per claim, written by :mod:`dpreg.claims`;
+  epsilon) plus one overall row per claim, written by :mod:`dpreg.inference.evaluation`;
 - the privacy-ledger columns (:data:`LEDGER_COLUMNS`) both of the first two
-  carry (see :mod:`dpreg.ledger`).
+  carry (see :mod:`dpreg.privacy.ledger`).
 
 The writers are deterministic (fixed float format, gzip without timestamp
 or file name, sorted JSON keys), so equal content gives equal bytes, and
@@ -78,7 +78,7 @@ GROUP_KEYS = ["dataset", "variant", "algorithm", "epsilon"]
 
 #: Privacy-ledger columns of trial and summary tables, constant within a
 #: summary row: the releases with their noise scales, the basic composition
-#: and the exact Gaussian-DP accounting (see :mod:`dpreg.ledger`).
+#: and the exact Gaussian-DP accounting (see :mod:`dpreg.privacy.ledger`).
 LEDGER_COLUMNS = ["releases", "eps_basic", "delta_basic", "eps_exact", "delta_exact"]
 
 _LEDGER_DTYPES: dict[str, Any] = {
@@ -127,7 +127,7 @@ TRIAL_DTYPES: dict[str, Any] = {
 }
 
 #: Bootstrap confidence-interval columns of a summary row (lower, upper
-#: bound of the mean and of the median test MSE; see :mod:`dpreg.claims`).
+#: bound of the mean and of the median test MSE; see :mod:`dpreg.inference.claims`).
 INTERVAL_COLUMNS = ["mse_mean_lo", "mse_mean_hi", "mse_median_lo", "mse_median_hi"]
 
 #: Columns of a summary table, in order; the ledger columns follow when the

@@ -51,6 +51,7 @@ from dpreg.preprocess.spec import (
     PrivateStatsSpec,
     RowSource,
     VariantSpec,
+    nonprivate_statistics,
 )
 from dpreg.preprocess.transform import FittedTransform, FoldData
 
@@ -69,6 +70,7 @@ __all__ = [
     "VariantSpec",
     "fold_rows",
     "fold_statistics",
+    "nonprivate_statistics",
     "algorithm_budget",
     "private_fold_data",
     "private_fold_data_runs",

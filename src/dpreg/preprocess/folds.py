@@ -16,8 +16,8 @@ import numpy as np
 from dpreg._validation import DPRegError, check_finite_array
 from dpreg.preprocess.private import PublicRanges, RawMoments, _mapped_moments
 from dpreg.preprocess.spec import RowSource, VariantSpec
+from dpreg.preprocess.stats import BOUND_RTOL, ScoreStats, SuffStats
 from dpreg.preprocess.transform import FittedTransform, FoldData, _safe_norm, _safe_sd
-from dpreg.stats import BOUND_RTOL, ScoreStats, SuffStats
 
 __all__ = ["fold_rows", "fold_statistics"]
 
@@ -363,7 +363,7 @@ def _affine_maxnorm_statistics(
     ``n x d`` is allocated beyond one chunk.
 
     The largest training feature norm is 1 after the division by
-    ``x_max`` (to rounding, well inside :data:`~dpreg.stats.BOUND_RTOL`) and
+    ``x_max`` (to rounding, well inside :data:`~dpreg.preprocess.stats.BOUND_RTOL`) and
     ``|y| <= 1`` holds by the choice of ``y_scale``; both are checked.
     """
     shift, yshift, moms = _gram_pass(source, K)

@@ -40,13 +40,13 @@ from typing import Any
 
 import numpy as np
 
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError, check_positive_int
-from dpreg.mechanisms import Release
 from dpreg.preprocess.spec import RowSource, VariantSpec
+from dpreg.preprocess.stats import ScoreStats, SuffStats, check_rows_within_bounds
 from dpreg.preprocess.transform import FittedTransform, FoldData
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.mechanisms import Release
 from dpreg.seeding import as_generator
-from dpreg.stats import ScoreStats, SuffStats, check_rows_within_bounds
 
 __all__ = [
     "PublicRanges",
@@ -354,7 +354,7 @@ def release_statistics(
     """The noisy column sums, column sums of squares and y sum of one or ``size`` runs.
 
     The noise is one block of standard normals per run drawn by
-    :func:`dpreg.mechanisms.normal_block_noise` with the releases' scales,
+    :func:`dpreg.privacy.mechanisms.normal_block_noise` with the releases' scales,
     run-major, so ``size`` runs equal ``size`` calls of one run on the same
     generator.  Returns release name -> released value (with a leading run
     axis when ``size`` is given).  This is the only place the statistics
@@ -425,7 +425,7 @@ def _check_mapped_bounds(tr: FittedTransform, ranges: PublicRanges, train: RawMo
     The row made of each column's farthest value from the fitted mean has
     the largest mapped norm any training row can have, and the farthest
     ``y`` the largest ``|y'|``; both go through
-    :func:`~dpreg.stats.check_rows_within_bounds`.
+    :func:`~dpreg.preprocess.stats.check_rows_within_bounds`.
     """
     c, yc = ranges.centre, ranges.ycentre
     lo, hi = c + train.xlo, c + train.xhi
@@ -530,7 +530,7 @@ def private_fold_data_runs(
     Run ``r`` of the result is bit-identical to the ``r``-th of ``size``
     successive :func:`private_fold_data` calls on the same generator, and
     ``rng`` ends in the same state: a run consumes exactly one block of
-    ``2 d + 1`` standard normals (:func:`dpreg.mechanisms.normal_block_noise`,
+    ``2 d + 1`` standard normals (:func:`dpreg.privacy.mechanisms.normal_block_noise`,
     ``size=1``), and one call with ``size`` draws the same blocks one after
     another (repeat-major), so the first ``R`` runs do not depend on
     ``size``.  Every elementwise formula of :func:`_fit_from_noisy`,

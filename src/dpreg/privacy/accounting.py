@@ -7,7 +7,7 @@ factories :func:`gaussian_release`, :func:`laplace_release`,
 :func:`external_release` and :func:`stated_release`.  What a list of
 releases *costs* is computed by the accountant :func:`compose` from the
 releases themselves (the split dp_accounting makes between events and
-accountants).  :mod:`dpreg.mechanisms` re-exports every name here.
+accountants).  :mod:`dpreg.privacy.mechanisms` re-exports every name here.
 
 The exact (epsilon, delta) curve of mu-Gaussian differential privacy (Dong,
 Roth & Su 2019, Corollary 2.13) is also the analytic Gaussian mechanism's

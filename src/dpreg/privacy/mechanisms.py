@@ -10,7 +10,7 @@ Calibrations (all keyword-only, all validated here):
   Theorem 8: the smallest ``sigma`` whose exact privacy profile meets
   ``delta``, valid for every ``epsilon > 0``.
 * :func:`gdp_delta`, :func:`gdp_mu`, :func:`gdp_epsilon` (defined in
-  :mod:`dpreg.accounting`) -- the exact
+  :mod:`dpreg.privacy.accounting`) -- the exact
   (epsilon, delta) curve of mu-Gaussian differential privacy (Dong, Roth &
   Su 2019, "Gaussian differential privacy", Corollary 2.13).  A Gaussian
   release with sensitivity ``D`` and noise ``sigma`` is ``D/sigma``-GDP, and
@@ -23,7 +23,7 @@ The analytic Gaussian profile and the GDP curve are the same function of
 
 so one robust root finder serves both.
 
-Releases and what they cost live in :mod:`dpreg.accounting` (re-exported
+Releases and what they cost live in :mod:`dpreg.privacy.accounting` (re-exported
 here): :class:`Release` and its factories record what was released, the
 accountant :func:`compose` computes the cost from the releases themselves.
 
@@ -55,7 +55,7 @@ from dpreg._validation import (
     check_epsilon,
     check_positive_int,
 )
-from dpreg.accounting import (
+from dpreg.privacy.accounting import (
     Release,
     compose,
     external_release,

@@ -7,7 +7,7 @@ log-log axes, test MSE over all folds and noise repeats against epsilon.
   (robust to the heavy-tailed errors of unstable algorithms), or the *mean*
   where an experiment asks for it (the thesis' Figs. 4.1 and 4.2 plot means;
   config key ``statistic``).  Error bars give the bootstrap confidence
-  interval of the plotted statistic (:mod:`dpreg.bootstrap`), so a reader sees
+  interval of the plotted statistic (:mod:`dpreg.inference.bootstrap`), so a reader sees
   whether two lines differ beyond resampling noise.
 - Robust axes: a value above ``cap`` times the trivial predictor's error is
   not allowed to stretch the axis; it is drawn as a triangle on the panel's
@@ -44,6 +44,7 @@ from matplotlib.lines import Line2D
 from matplotlib.transforms import blended_transform_factory
 
 from dpreg._validation import DPRegError
+from dpreg.algorithms import ALGORITHMS
 
 __all__ = [
     "DEFAULT_CAP",
@@ -89,8 +90,6 @@ _TABLE_NEEDS = ["dataset", "variant", "algorithm", "epsilon", "failed", "outside
 # registry lookups
 # --------------------------------------------------------------------------
 def _registry() -> Mapping[str, Any]:
-    from dpreg.algorithms import ALGORITHMS
-
     return ALGORITHMS
 
 
@@ -464,7 +463,7 @@ def plot_experiment(
     Parameters
     ----------
     table : pandas.DataFrame
-        Output of :func:`dpreg.summary.summarise` (dataset, variant,
+        Output of :func:`dpreg.report.summary.summarise` (dataset, variant,
         algorithm, epsilon, failed, outside_validity, mse_<statistic>,
         mse_q25, mse_q75 and, when present, the interval columns
         mse_<statistic>_lo/hi).

@@ -1,7 +1,7 @@
 """What a run depended on: configuration hash, package versions, data checksums.
 
 The record has no timestamps, so a rerun with the same inputs gives the
-same bytes (written by :func:`dpreg.tables.write_json`).
+same bytes (written by :func:`dpreg.io.tables.write_json`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from dpreg.tables import plain
+from dpreg._version import __version__
+from dpreg.io.tables import plain
 
 __all__ = [
     "PROVENANCE_PACKAGES",
@@ -90,8 +91,6 @@ def provenance(
         ``packages``, ``datasets`` (name -> n, d, sha256, source, target,
         features) and ``tables`` (id -> sha256).
     """
-    import dpreg
-
     datasets = {}
     for name, meta in sorted(metas.items()):
         datasets[name] = {
@@ -105,7 +104,7 @@ def provenance(
     return {
         "config_sha256": config_hash(config),
         "config": plain(config),
-        "dpreg_version": dpreg.__version__,
+        "dpreg_version": __version__,
         "python": platform.python_version(),
         "packages": package_versions(packages),
         "datasets": datasets,

@@ -4,7 +4,7 @@ A README that reports results should only quote numbers that are in the
 tables (or rounded from them).  :func:`unverified_numbers` lists every
 number of a text with at least three significant digits that no table value
 rounds to at the quoted precision; the generated verdict block (see
-:func:`dpreg.claims.replace_readme_block`) and code blocks are skipped, since
+:func:`dpreg.report.claims.replace_readme_block`) and code blocks are skipped, since
 the first is checked against ``claims.csv`` as a whole and the second holds
 commands.  Numbers with fewer significant digits (percentages, epsilons,
 counts) match some table value by chance and are not checked.
@@ -12,7 +12,7 @@ counts) match some table value by chance and are not checked.
 This is a weak check: with thousands of table values, a wrong number can
 still match an unrelated cell by chance.  It catches numbers that are in no
 table at all (typed by hand, or left over from an earlier run).
-``python -m dpreg.claims check-readme`` runs it on ``results/README.md``
+``python -m dpreg.report.claims check-readme`` runs it on ``results/README.md``
 against every CSV under ``results/tables`` and ``results/provenance.json``.
 """
 

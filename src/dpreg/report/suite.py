@@ -17,7 +17,7 @@ writes, into one folder:
   below every other method's.
 - ``relative-errors.csv`` and ``wins.csv`` -- the numbers behind the summary.
 
-Run ``python -m dpreg.suite results/tables/wang-suite.csv --out results/wang-suite``.
+Run ``python -m dpreg.report.suite results/tables/wang-suite.csv --out results/wang-suite``.
 
 References
 ----------
@@ -29,6 +29,7 @@ optimal and adaptive prediction & estimation in unbounded domain. UAI
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -38,7 +39,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from dpreg._validation import DPRegError
-from dpreg.plots import algorithm_label, algorithm_style
+from dpreg.io.tables import read_table
+from dpreg.report.figures import algorithm_label, algorithm_style
 
 __all__ = [
     "CORRECTED",
@@ -334,9 +336,9 @@ def _outline(j: int, i: int):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m dpreg.suite TABLE --out DIR [--meta DIR]``: every suite figure and table."""
+    """``python -m dpreg.report.suite TABLE --out DIR [--meta DIR]``: every suite figure and table."""
     parser = argparse.ArgumentParser(
-        prog="python -m dpreg.suite", description=__doc__.split("\n")[0]
+        prog="python -m dpreg.report.suite", description=__doc__.split("\n")[0]
     )
     parser.add_argument("table", help="summary table of the wang-suite experiment")
     parser.add_argument("--out", default="results/wang-suite", help="output folder")
@@ -344,16 +346,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--meta", default=None, help="folder of prepared datasets' <name>.json (n and d in titles)"
     )
     args = parser.parse_args(argv)
-    from dpreg.tables import read_table
-
     table = read_table(args.table)
     out = Path(args.out)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     for ds in sorted(table["dataset"].unique()):
         n_d = None
         if args.meta:
-            import json
-
             meta_path = Path(args.meta) / f"{ds}.json"
             if meta_path.exists():
                 meta = json.loads(meta_path.read_text(encoding="utf-8"))

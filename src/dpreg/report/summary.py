@@ -1,7 +1,7 @@
 """Aggregate per-trial results and write the pipeline's tables.
 
 A *trial* is one (dataset, variant, algorithm, epsilon, fold, repeat) of the
-sweep (:func:`dpreg.sweep.sweep_dataset`).  :func:`summarise` reduces the
+sweep (:func:`dpreg.engine.sweep.sweep_dataset`).  :func:`summarise` reduces the
 trials of an experiment to one row per (dataset, variant, algorithm, epsilon)
 with the statistics the thesis and Wang (2018) report: the mean test MSE
 (what their figures plot), its standard deviation, median and quartiles, the
@@ -12,12 +12,12 @@ counted in ``failed`` and excluded from every statistic; they are never
 dropped silently.  When every trial of a row failed its statistics are NaN.
 
 Every row also carries bootstrap confidence intervals for the mean and the
-median (:func:`dpreg.bootstrap.bootstrap_intervals`: folds and repeats within
+median (:func:`dpreg.inference.bootstrap.bootstrap_intervals`: folds and repeats within
 folds resampled, deterministic from the configuration's seed).
 
 Column lists, dtypes and the (deterministic, atomic) writers live in
-:mod:`dpreg.tables`; they are re-exported here for existing callers.  The
-provenance record lives in :mod:`dpreg.provenance`.
+:mod:`dpreg.io.tables`; they are re-exported here for existing callers.  The
+provenance record lives in :mod:`dpreg.report.provenance`.
 """
 
 from __future__ import annotations
@@ -26,15 +26,13 @@ import numpy as np
 import pandas as pd
 
 from dpreg._validation import DPRegError
-from dpreg.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, bootstrap_intervals, cell_codes
-from dpreg.provenance import (
-    PROVENANCE_PACKAGES,
-    canonical_json,
-    config_hash,
-    package_versions,
-    provenance,
+from dpreg.inference.bootstrap import (
+    DEFAULT_LEVEL,
+    DEFAULT_RESAMPLES,
+    bootstrap_intervals,
+    cell_codes,
 )
-from dpreg.tables import (
+from dpreg.io.tables import (
     GROUP_KEYS,
     INTERVAL_COLUMNS,
     LEDGER_COLUMNS,
@@ -49,6 +47,13 @@ from dpreg.tables import (
     write_json,
     write_table,
     write_trials,
+)
+from dpreg.report.provenance import (
+    PROVENANCE_PACKAGES,
+    canonical_json,
+    config_hash,
+    package_versions,
+    provenance,
 )
 
 __all__ = [
@@ -106,12 +111,12 @@ def summarise(
     trials : pandas.DataFrame
         Per-trial results with at least the columns ``dataset, variant,
         algorithm, epsilon, delta, mse, r2, failed, outside_validity``
-        (the output of :func:`dpreg.sweep.sweep_dataset`).
+        (the output of :func:`dpreg.engine.sweep.sweep_dataset`).
     experiment : str
         Experiment id written into the ``experiment`` column.
     seed : int
         Root seed of the configuration; the bootstrap replicates derive from
-        it (:func:`dpreg.bootstrap.resample_counts`).
+        it (:func:`dpreg.inference.bootstrap.resample_counts`).
     level : float
         Confidence level of the intervals (config ``bootstrap.level``).
     resamples : int
@@ -129,7 +134,7 @@ def summarise(
         type 7).  ``outside_validity`` is true when any trial of the row used
         a calibration outside its proven range (as the trial table records
         it).  ``mse_mean_lo/hi`` and ``mse_median_lo/hi`` are the bootstrap
-        intervals of :func:`dpreg.bootstrap.bootstrap_intervals`.
+        intervals of :func:`dpreg.inference.bootstrap.bootstrap_intervals`.
 
     Raises
     ------
