@@ -203,7 +203,8 @@ def test_checker_finds_an_upward_import(tmp_path):
 
 def test_checker_reads_the_root_package_as_the_top_layer(tmp_path):
     graph = _fake_package(
-        tmp_path, {"__init__.py": "__version__ = '1'\n", "io/x.py": "from dpreg import __version__\n"}
+        tmp_path,
+        {"__init__.py": "__version__ = '1'\n", "io/x.py": "from dpreg import __version__\n"},
     )
     assert upward_imports(graph) == ["dpreg.io.x (layer 0) imports dpreg (layer 9)"]
 

@@ -16,7 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpreg.data
-from dpreg.engine.sweep import assign_folds, sweep_dataset
+import dpreg.engine.sources
+from dpreg.engine.sources import sweep_dataset
+from dpreg.engine.sweep import assign_folds
 from dpreg.preprocess import ArraySource, fold_statistics
 from dpreg.preprocess.stats import ScoreStats
 
@@ -92,7 +94,7 @@ def test_streaming_equals_in_memory(table, vname, monkeypatch):
     def read_prepared(path):
         raise AssertionError("the streaming path read the whole table")
 
-    monkeypatch.setattr(dpreg.data, "iter_prepared", iter_prepared)
+    monkeypatch.setattr(dpreg.engine.sources, "iter_prepared", iter_prepared)
     monkeypatch.setattr(dpreg.data, "read_prepared", read_prepared)
     streamed = sweep_dataset(
         table,

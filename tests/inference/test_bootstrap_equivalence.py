@@ -20,7 +20,8 @@ import dpreg.inference.medians as md
 from dpreg import DPRegError
 from dpreg.inference.bootstrap import DesignBootstrap, PairedDesigns, cell_codes, paired_ratios
 from dpreg.inference.evaluation import evaluate_claims
-from dpreg.io.tables import GROUP_KEYS, read_trials, select_trials, write_trials
+from dpreg.io.tables import GROUP_KEYS
+from dpreg.io.trials import read_trials, select_trials, write_trials
 from dpreg.report.summary import summarise
 
 

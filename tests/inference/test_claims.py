@@ -483,7 +483,7 @@ def test_committed_readme_blocks_match_their_claims_tables():
 
 
 def test_cli_evaluate_reads_trial_files(tmp_path):
-    from dpreg.io.tables import write_trials
+    from dpreg.io.trials import write_trials
 
     trials = synthetic_sweep_trials()
     (tmp_path / "trials" / "e").mkdir(parents=True)
@@ -543,7 +543,7 @@ def test_sweep_trials_give_intervals_around_the_table_statistics():
 def test_cli_reads_shared_parquet_layout_and_keeps_experiment_datasets(tmp_path):
     import yaml
 
-    from dpreg.io.tables import write_trials
+    from dpreg.io.trials import write_trials
 
     trials = synthetic_sweep_trials()
     for ds, part in trials.groupby("dataset"):

@@ -508,13 +508,13 @@ def test_trial_columns_come_from_tables():
 def test_atomic_writers_leave_nothing_on_failure(tmp_path, monkeypatch, writer):
     import os
 
-    from dpreg.io import tables
+    from dpreg.io import tables, trials
 
     table = summarise(synthetic_trials(datasets=("d1",)), experiment="e")
     name, write = {
         "table": ("t.csv", lambda p: tables.write_table(table, p)),
-        "trials": ("t.csv.gz", lambda p: tables.write_trials(synthetic_trials(), p)),
-        "trials-parquet": ("t.parquet", lambda p: tables.write_trials(synthetic_trials(), p)),
+        "trials": ("t.csv.gz", lambda p: trials.write_trials(synthetic_trials(), p)),
+        "trials-parquet": ("t.parquet", lambda p: trials.write_trials(synthetic_trials(), p)),
         "json": ("t.json", lambda p: tables.write_json({"a": 1}, p)),
     }[writer]
     path = tmp_path / name
@@ -535,7 +535,7 @@ def test_atomic_writers_leave_nothing_on_failure(tmp_path, monkeypatch, writer):
 
 
 def test_parquet_trials_round_trip_and_selection(tmp_path):
-    from dpreg.io.tables import read_trials, write_trials
+    from dpreg.io.trials import read_trials, write_trials
 
     frame = synthetic_trials(variants=("a", "b"))
     a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"

@@ -19,7 +19,8 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 
 from dpreg.inference.claims import bootstrap_settings  # noqa: E402
-from dpreg.io.tables import read_table, read_trials, trial_file_columns, write_table  # noqa: E402
+from dpreg.io.tables import read_table, write_table  # noqa: E402
+from dpreg.io.trials import read_trials, trial_file_columns  # noqa: E402
 from dpreg.report.figures import plot_experiment  # noqa: E402
 from dpreg.report.summary import SUMMARY_TRIAL_COLUMNS, summarise  # noqa: E402
 

@@ -33,14 +33,8 @@ from dpreg.inference.claims import (
     parse_claims,
     point_verdicts,
 )
-from dpreg.io.tables import (
-    CLAIM_COLUMNS,
-    CLAIM_DTYPES,
-    conform,
-    empty_frame,
-    read_trials,
-    select_trials,
-)
+from dpreg.io.tables import CLAIM_COLUMNS, CLAIM_DTYPES, conform, empty_frame
+from dpreg.io.trials import read_trials, select_trials
 
 __all__ = ["claim_points", "evaluate_claims", "finish_claims"]
 
@@ -237,7 +231,7 @@ class _SharedTrialFiles:
 
     Each file is read the first time an experiment asks for it, with the
     variants and algorithms of every experiment's claims; an experiment's
-    rows are then selected in memory, as :func:`dpreg.io.tables.read_trials`
+    rows are then selected in memory, as :func:`dpreg.io.trials.read_trials`
     would have selected them from the file.
     """
 

@@ -1,7 +1,7 @@
 """Aggregate per-trial results and write the pipeline's tables.
 
 A *trial* is one (dataset, variant, algorithm, epsilon, fold, repeat) of the
-sweep (:func:`dpreg.engine.sweep.sweep_dataset`).  :func:`summarise` reduces the
+sweep (:func:`dpreg.engine.sources.sweep_dataset`).  :func:`summarise` reduces the
 trials of an experiment to one row per (dataset, variant, algorithm, epsilon)
 with the statistics the thesis and Wang (2018) report: the mean test MSE
 (what their figures plot), its standard deviation, median and quartiles, the
@@ -43,11 +43,10 @@ from dpreg.io.tables import (
     TRIAL_FLOAT_FORMAT,
     empty_frame,
     read_table,
-    read_trials,
     write_json,
     write_table,
-    write_trials,
 )
+from dpreg.io.trials import read_trials, write_trials
 from dpreg.report.provenance import (
     PROVENANCE_PACKAGES,
     canonical_json,
@@ -111,7 +110,7 @@ def summarise(
     trials : pandas.DataFrame
         Per-trial results with at least the columns ``dataset, variant,
         algorithm, epsilon, delta, mse, r2, failed, outside_validity``
-        (the output of :func:`dpreg.engine.sweep.sweep_dataset`).
+        (the output of :func:`dpreg.engine.sources.sweep_dataset`).
     experiment : str
         Experiment id written into the ``experiment`` column.
     seed : int
