@@ -17,7 +17,8 @@ from matplotlib.colors import is_color_like
 
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS, get_algorithm, private_algorithms
-from dpreg.algorithms.base import Algorithm, ReleaseContext
+from dpreg.algorithms.base import Algorithm
+from dpreg.algorithms.fits import ReleaseContext
 from dpreg.preprocess.stats import SuffStats
 
 DELTA = 1e-6

@@ -18,8 +18,9 @@ import pytest
 import dpreg.inference.bootstrap as bs
 import dpreg.inference.medians as md
 from dpreg import DPRegError
-from dpreg.inference.bootstrap import DesignBootstrap, PairedDesigns, cell_codes, paired_ratios
+from dpreg.inference.bootstrap import DesignBootstrap, cell_codes
 from dpreg.inference.evaluation import evaluate_claims
+from dpreg.inference.intervals import PairedDesigns, paired_ratios
 from dpreg.io.tables import GROUP_KEYS
 from dpreg.io.trials import read_trials, select_trials, write_trials
 from dpreg.report.summary import summarise

@@ -12,15 +12,10 @@ import pandas as pd
 import pytest
 
 from dpreg import DPRegError
-from dpreg.inference.bootstrap import (
-    DesignBootstrap,
-    bootstrap_intervals,
-    expanded_alpha,
-    paired_ratios,
-    resample_counts,
-)
+from dpreg.inference.bootstrap import DesignBootstrap, expanded_alpha, resample_counts
 from dpreg.inference.claims import overall_verdict, parse_claims, point_verdicts
 from dpreg.inference.evaluation import evaluate_claims
+from dpreg.inference.intervals import bootstrap_intervals, paired_ratios
 from dpreg.io.tables import CLAIM_COLUMNS, read_claims, write_claims
 from dpreg.report.claims import main, readme_block, render_markdown, replace_readme_block
 

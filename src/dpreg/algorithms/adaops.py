@@ -63,7 +63,8 @@ from collections.abc import Callable
 import numpy as np
 
 from dpreg.algorithms._wang import C1, calibration_guard, claimed_release, quadratic_root
-from dpreg.algorithms.base import Algorithm, FitOptions, FitResult, ReleaseContext, Style
+from dpreg.algorithms.base import Algorithm, Style
+from dpreg.algorithms.fits import FitOptions, FitResult, ReleaseContext
 from dpreg.algorithms.ssp import wang_valid
 from dpreg.preprocess.stats import SuffStats
 from dpreg.privacy import mechanisms as mech

@@ -30,13 +30,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dpreg.algorithms.base import (
-    Algorithm,
+from dpreg.algorithms.base import Algorithm, Style
+from dpreg.algorithms.fits import (
     FitOptions,
     FitResult,
     PendingSolve,
     ReleaseContext,
-    Style,
     add_to_diagonal,
     draw_noise,
     finish,

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpreg.algorithms.base import Algorithm, FitOptions, FitResult, PendingSolve, Style, finish
+from dpreg.algorithms.base import Algorithm, Style
+from dpreg.algorithms.fits import FitOptions, FitResult, PendingSolve, finish
 from dpreg.preprocess.stats import SuffStats
 from dpreg.privacy.mechanisms import Release
 

@@ -19,13 +19,12 @@ import math
 
 import numpy as np
 
-from dpreg.algorithms.base import (
-    Algorithm,
+from dpreg.algorithms.base import Algorithm, Style
+from dpreg.algorithms.fits import (
     FitOptions,
     FitResult,
     PendingSolve,
     ReleaseContext,
-    Style,
     add_to_diagonal,
     finish,
 )

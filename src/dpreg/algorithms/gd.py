@@ -58,7 +58,8 @@ import math
 import numpy as np
 
 from dpreg._validation import DPRegError
-from dpreg.algorithms.base import Algorithm, FitOptions, FitResult, ReleaseContext, Style
+from dpreg.algorithms.base import Algorithm, Style
+from dpreg.algorithms.fits import FitOptions, FitResult, ReleaseContext
 from dpreg.preprocess.stats import SuffStats
 from dpreg.privacy import mechanisms as mech
 from dpreg.privacy.mechanisms import Release

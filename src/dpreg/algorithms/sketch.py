@@ -82,13 +82,12 @@ from functools import lru_cache
 import numpy as np
 
 from dpreg._validation import DPRegError
-from dpreg.algorithms.base import (
-    Algorithm,
+from dpreg.algorithms.base import Algorithm, Style
+from dpreg.algorithms.fits import (
     FitOptions,
     FitResult,
     PendingSolve,
     ReleaseContext,
-    Style,
     finish,
     solve_batched,
 )

@@ -121,14 +121,8 @@ from typing import Any
 import numpy as np
 
 from dpreg._validation import DPRegError
-from dpreg.algorithms.base import (
-    Algorithm,
-    FitOptions,
-    FitResult,
-    ReleaseContext,
-    Style,
-    shared_child,
-)
+from dpreg.algorithms.base import Algorithm, Style, shared_child
+from dpreg.algorithms.fits import FitOptions, FitResult, ReleaseContext
 from dpreg.preprocess.stats import SuffStats
 from dpreg.privacy import mechanisms as mech
 from dpreg.privacy.mechanisms import Release

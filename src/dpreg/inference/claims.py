@@ -7,7 +7,7 @@ equal within a relative margin).  This module
 
 - checks the claims of a configuration (:func:`parse_claims`);
 - computes, per claim, dataset and epsilon, the ratio of the two statistics
-  with its paired bootstrap interval (:func:`dpreg.inference.bootstrap.paired_ratios`:
+  with its paired bootstrap interval (:func:`dpreg.inference.intervals.paired_ratios`:
   folds, and repeats within folds, resampled; paired by (fold, repeat));
 - turns the intervals into verdicts by the rule of :func:`point_verdicts`
   and :func:`overall_verdict` (written down in config/README.md);

@@ -3,7 +3,7 @@
 :func:`evaluate_claims` reads the trial files of every experiment with
 claims once per dataset, computes per claim, dataset and epsilon the ratio
 of the two statistics with its paired bootstrap interval
-(:func:`dpreg.inference.bootstrap.paired_ratios`) and turns the intervals into
+(:func:`dpreg.inference.intervals.paired_ratios`) and turns the intervals into
 verdicts (:func:`dpreg.inference.claims.point_verdicts`,
 :func:`~dpreg.inference.claims.overall_verdict`): the rows of
 ``results/tables/claims.csv``.
@@ -20,12 +20,7 @@ import numpy as np
 import pandas as pd
 
 from dpreg._validation import DPRegError
-from dpreg.inference.bootstrap import (
-    BOOTSTRAP_TRIAL_COLUMNS,
-    DEFAULT_LEVEL,
-    DEFAULT_RESAMPLES,
-    PairedDesigns,
-)
+from dpreg.inference.bootstrap import BOOTSTRAP_TRIAL_COLUMNS, DEFAULT_LEVEL, DEFAULT_RESAMPLES
 from dpreg.inference.claims import (
     Claim,
     bootstrap_settings,
@@ -33,6 +28,7 @@ from dpreg.inference.claims import (
     parse_claims,
     point_verdicts,
 )
+from dpreg.inference.intervals import PairedDesigns
 from dpreg.io.tables import CLAIM_COLUMNS, CLAIM_DTYPES, conform, empty_frame
 from dpreg.io.trials import read_trials, select_trials
 

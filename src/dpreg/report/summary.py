@@ -12,7 +12,7 @@ counted in ``failed`` and excluded from every statistic; they are never
 dropped silently.  When every trial of a row failed its statistics are NaN.
 
 Every row also carries bootstrap confidence intervals for the mean and the
-median (:func:`dpreg.inference.bootstrap.bootstrap_intervals`: folds and repeats within
+median (:func:`dpreg.inference.intervals.bootstrap_intervals`: folds and repeats within
 folds resampled, deterministic from the configuration's seed).
 
 Column lists, dtypes and the (deterministic, atomic) writers live in
@@ -26,12 +26,8 @@ import numpy as np
 import pandas as pd
 
 from dpreg._validation import DPRegError
-from dpreg.inference.bootstrap import (
-    DEFAULT_LEVEL,
-    DEFAULT_RESAMPLES,
-    bootstrap_intervals,
-    cell_codes,
-)
+from dpreg.inference.bootstrap import DEFAULT_LEVEL, DEFAULT_RESAMPLES, cell_codes
+from dpreg.inference.intervals import bootstrap_intervals
 from dpreg.io.tables import (
     GROUP_KEYS,
     INTERVAL_COLUMNS,
@@ -133,7 +129,7 @@ def summarise(
         type 7).  ``outside_validity`` is true when any trial of the row used
         a calibration outside its proven range (as the trial table records
         it).  ``mse_mean_lo/hi`` and ``mse_median_lo/hi`` are the bootstrap
-        intervals of :func:`dpreg.inference.bootstrap.bootstrap_intervals`.
+        intervals of :func:`dpreg.inference.intervals.bootstrap_intervals`.
 
     Raises
     ------
