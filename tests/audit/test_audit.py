@@ -29,6 +29,7 @@ from scipy.stats import binom, binomtest
 
 import dpreg.algorithms.adassp as adassp_module
 import dpreg.preprocess.private as private_module
+import dpreg.preprocess.private_runs as private_runs_module
 from dpreg import audit
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS
@@ -408,6 +409,7 @@ def test_private_means_released_without_noise_are_caught(monkeypatch):
         )
 
     monkeypatch.setattr(private_module, "release_statistics", without_noise)
+    monkeypatch.setattr(private_runs_module, "release_statistics", without_noise)
     r = audit_end_to_end("adassp", **kw)
     # the column sums are deterministic and differ between D and D': ~4.6 at this size
     assert r["verdict"] == "violation" and r["empirical_epsilon_lb"] > 3.0

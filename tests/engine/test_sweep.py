@@ -9,7 +9,7 @@ from pandas.testing import assert_frame_equal
 
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS
-from dpreg.algorithms import base as algmod
+from dpreg.algorithms import fits as algmod
 from dpreg.engine.sweep import TRIAL_COLUMNS, assign_folds, sweep_arrays
 from dpreg.privacy.mechanisms import ClassicalCalibrationWarning
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import dpreg.preprocess.private as private_module
+import dpreg.preprocess.private_runs as private_runs_module
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS
 from dpreg.preprocess import (
@@ -26,7 +27,8 @@ from dpreg.preprocess import (
     private_stat_releases,
     raw_fold_moments,
 )
-from dpreg.preprocess.private import STAT_RELEASES, private_fold_data_runs, release_statistics
+from dpreg.preprocess.private import STAT_RELEASES, release_statistics
+from dpreg.preprocess.private_runs import private_fold_data_runs
 from dpreg.privacy import mechanisms as mech
 from dpreg.privacy.ledger import release_columns
 
@@ -354,13 +356,13 @@ def test_batched_runs_refuse_a_transform_breaking_the_bound(monkeypatch):
     total = moms[0] + moms[1] + moms[2] + moms[3]
     rel = private_stat_releases(ranges, epsilon=0.1, delta=0.1 * DELTA)
     args = (_spec(), ranges, total - moms[0], moms[0], (0.0, 1.0), rel)
-    real = private_module._fit_runs
+    real = private_runs_module._fit_runs
 
     def half_xmax(*a, **kw):
         mean, sd, yc, ys, x_max = real(*a, **kw)
         return mean, sd, yc, ys, x_max / 2
 
-    monkeypatch.setattr(private_module, "_fit_runs", half_xmax)
+    monkeypatch.setattr(private_runs_module, "_fit_runs", half_xmax)
     with pytest.raises(DPRegError, match="private-stats row .* > bound_x=1"):
         private_fold_data_runs(*args, fold=0, rng=np.random.default_rng(0), size=3)
 

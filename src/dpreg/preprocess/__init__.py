@@ -33,15 +33,9 @@ releases in the ledger.
 """
 
 from dpreg.preprocess.folds import fold_rows, fold_statistics
-from dpreg.preprocess.private import (
-    PublicRanges,
-    RawMoments,
-    algorithm_budget,
-    private_fold_data,
-    private_fold_data_runs,
-    private_stat_releases,
-    raw_fold_moments,
-)
+from dpreg.preprocess.private import algorithm_budget, private_fold_data, private_stat_releases
+from dpreg.preprocess.private_runs import private_fold_data_runs
+from dpreg.preprocess.ranges import PublicRanges, RawMoments, raw_fold_moments
 from dpreg.preprocess.spec import (
     INTERCEPTS,
     SCALES,
