@@ -16,6 +16,7 @@ from scipy import integrate
 from scipy import stats as sps
 
 from dpreg._validation import DPRegError
+from dpreg.algorithms import _tukey_depth as tukey_depth
 from dpreg.algorithms import gd, get_algorithm, sketch, tukey
 from dpreg.preprocess.stats import SuffStats
 from dpreg.privacy import mechanisms as mech
@@ -84,10 +85,10 @@ def test_ptr_distance_is_the_largest_certified_k_by_brute_force():
     R, d, m, eps2 = 6, 3, 200, 2.0
     models = rng.standard_t(3, size=(R, m, d)) * 0.1
     P = np.sort(models.transpose(0, 2, 1), axis=2)
-    logV = tukey.depth_log_volumes(P, m // 2)
+    logV = tukey_depth.depth_log_volumes(P, m // 2)
     t = (m // 2) // 2
     thr = math.log(DELTA / (8 * math.exp(eps2)))
-    got = tukey.ptr_distance(logV, t, eps2, DELTA)
+    got = tukey_depth.ptr_distance(logV, t, eps2, DELTA)
     for r in range(R):
         best = -1
         for k in range(-1, t - 1):
@@ -99,8 +100,8 @@ def test_ptr_distance_is_the_largest_certified_k_by_brute_force():
                 best = k
         assert got[r] == best
     # the released code's search returns k_hat + 1 (depths up to ceil(m/2) - 1)
-    code = tukey.code_distance(tukey.depth_log_volumes(P, (m + 1) // 2), t, eps2, DELTA)
-    ref = tukey.ptr_distance(logV[:, : (m + 1) // 2 - 1], t, eps2, DELTA)
+    code = tukey_depth.code_distance(tukey_depth.depth_log_volumes(P, (m + 1) // 2), t, eps2, DELTA)
+    ref = tukey_depth.ptr_distance(logV[:, : (m + 1) // 2 - 1], t, eps2, DELTA)
     np.testing.assert_array_equal(code, np.where(ref >= 0, np.minimum(ref + 1, t - 1), -1))
     assert (got >= 0).all(), "this synthetic case certifies some k"
 
@@ -111,7 +112,7 @@ def test_sampler_returns_points_of_exactly_the_chosen_depth():
     models = rng.normal(size=(R, m, d))
     P = np.sort(models.transpose(0, 2, 1), axis=2)
     q = rng.integers(5, m // 2 + 1, size=R)
-    theta = tukey.sample_depth_region(
+    theta = tukey_depth.sample_depth_region(
         P, q, gumbel=rng.gumbel(size=(R, d)), u=rng.random((R, d + 1))
     )
     assert all(_depths(models[r], theta[r]) == q[r] for r in range(R))

@@ -13,7 +13,8 @@ import pytest
 
 from dpreg import DPRegError
 from dpreg.algorithms import ALGORITHMS
-from dpreg.report.figures import SCALE_LABEL, panel_grid, plot_experiment
+from dpreg.report.figures import SCALE_LABEL, plot_experiment
+from dpreg.report.lines import panel_grid
 from dpreg.report.summary import (
     INTERVAL_COLUMNS,
     TABLE_COLUMNS,
@@ -390,7 +391,7 @@ def test_plot_several_variants_labels(tmp_path):
     # per-variant references are distinguishable: same colour, different dashes
     rb, ra = handles[f"{label('ridge')} · b"], handles[f"{label('ridge')} · a"]
     assert rb.get_color() == ra.get_color()
-    from dpreg.report.figures import _reference_lines
+    from dpreg.report.lines import _reference_lines
 
     planned = {
         ln.label: ln.linestyle

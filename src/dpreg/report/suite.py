@@ -40,7 +40,7 @@ from matplotlib.lines import Line2D
 
 from dpreg._validation import DPRegError
 from dpreg.io.tables import read_table
-from dpreg.report.figures import algorithm_label, algorithm_style
+from dpreg.report.lines import algorithm_label, algorithm_style
 
 __all__ = [
     "CORRECTED",
