@@ -51,7 +51,7 @@ def fit_diffprivlib(
     ``[-1, 1]`` per feature and for ``y`` -- never taken from the data.
     Returns coefficients of shape ``(len(seeds), d)``.
     """
-    from diffprivlib.models import LinearRegression
+    from diffprivlib.models import LinearRegression  # optional dependency (dpreg[peers])
 
     d = X.shape[1]
     out = np.empty((len(seeds), d))

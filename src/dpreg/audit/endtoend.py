@@ -73,7 +73,7 @@ import numpy as np
 from dpreg._validation import DPRegError, check_positive_int
 from dpreg.algorithms import ALGORITHMS
 from dpreg.audit.bounds import ALPHA, distinguishing_test, judge, round_llr
-from dpreg.audit.model import DEFAULT_D, base_rows, label_of
+from dpreg.audit.model import DEFAULT_D, PRIVATE_ALGORITHMS, base_rows, label_of
 from dpreg.preprocess import (
     ArraySource,
     PublicRanges,
@@ -368,8 +368,6 @@ def audit_end_to_end(
         set and the releases observed.
     """
     if name not in ALGORITHMS or not ALGORITHMS[name].private:
-        from dpreg.audit.model import PRIVATE_ALGORITHMS
-
         raise DPRegError(
             f"unknown end-to-end audit target {name!r}; allowed: {', '.join(PRIVATE_ALGORITHMS)}"
         )

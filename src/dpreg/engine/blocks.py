@@ -178,7 +178,7 @@ def _strings(values: Sequence[str], counts: Sequence[int] | np.ndarray) -> pd.Se
     string stored once) and decoded in C++: much faster than converting
     hundreds of thousands of Python strings one by one.
     """
-    import pyarrow as pa
+    import pyarrow as pa  # on first use: a costly import most callers skip
 
     index: dict[str, int] = {}
     codes = np.array([index.setdefault(v, len(index)) for v in values], dtype=np.int32)

@@ -124,7 +124,7 @@ def _read_rows(
     Peak memory is the table itself plus one chunk (reading the whole
     Parquet table first and then copying it out would hold it twice).
     """
-    import pyarrow as pa
+    import pyarrow as pa  # on first use: a costly import most callers skip
 
     X = np.empty((n, d))
     y = np.empty(n)

@@ -440,7 +440,7 @@ def expanded_alpha(level: float, clusters: int) -> float:
     # scipy.special instead of scipy.stats (whose import alone takes most of a second):
     # t_{n-1, 1 - alpha/2} = -stdtrit(n - 1, alpha/2) and Phi(-x) = ndtr(-x), the same
     # functions scipy.stats evaluates for t.isf and norm.sf
-    from scipy.special import ndtr, stdtrit
+    from scipy.special import ndtr, stdtrit  # on first use: importing dpreg skips scipy
 
     n = float(clusters)
     t_quantile = -float(stdtrit(n - 1.0, alpha / 2.0))

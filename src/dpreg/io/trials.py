@@ -38,7 +38,7 @@ def write_trials(trials: pd.DataFrame, path: str | Path) -> None:
     with neither timestamp nor file name.
     """
     if str(path).endswith(".parquet"):
-        import pyarrow as pa
+        import pyarrow as pa  # on first use: a costly import most callers skip
         import pyarrow.parquet as pq
 
         table = pa.Table.from_pandas(trials, preserve_index=False)

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.transforms import blended_transform_factory
@@ -367,8 +368,6 @@ def plot_experiment(
 
 def _save(fig: Figure, out_png, out_pdf, dpi: int) -> None:
     """Lay the figure out once, freeze it, and save PNG and PDF (no timestamps)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
     FigureCanvasAgg(fig)
     # the layout pass measures text with the canvas' renderer but rasterises nothing
     fig.draw_without_rendering()

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib import colormaps
 
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS
@@ -189,7 +190,5 @@ def _reference_lines(table, var_order, alg_order, stat, variant_colours=None) ->
 
 
 def _palette(count: int) -> list[Any]:
-    from matplotlib import colormaps
-
     cmap = colormaps["tab10" if count <= 10 else "tab20"]
     return [cmap(i % cmap.N) for i in range(max(count, 1))]

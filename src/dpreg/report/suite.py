@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
 
 from dpreg._validation import DPRegError
 from dpreg.io.tables import read_table
@@ -330,8 +331,6 @@ def plot_summary(
 
 
 def _outline(j: int, i: int):
-    from matplotlib.patches import Rectangle
-
     return Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=1.4)
 
 
