@@ -28,10 +28,13 @@ REPO = Path(__file__).resolve().parents[2]
 TEST_CONFIG = REPO / ".test" / "config" / "config.yaml"
 
 pytest.importorskip("snakemake_executor_plugin_cluster_generic")
-pytestmark = pytest.mark.skipif(
-    not (REPO / "Snakefile").exists() or not TEST_CONFIG.exists(),
-    reason="the workflow (Snakefile, .test/config/config.yaml) is not there",
-)
+pytestmark = [
+    pytest.mark.workflow,
+    pytest.mark.skipif(
+        not (REPO / "Snakefile").exists() or not TEST_CONFIG.exists(),
+        reason="the workflow (Snakefile, .test/config/config.yaml) is not there",
+    ),
+]
 
 SUBMIT = """\
 #!/usr/bin/env bash

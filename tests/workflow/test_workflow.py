@@ -32,6 +32,9 @@ TEST_CONFIG = REPO / ".test" / "config" / "config.yaml"
 EXPECTED = REPO / ".test" / "expected"
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 
+#: every test here starts Snakemake (slow): deselect with -m "not workflow"
+pytestmark = pytest.mark.workflow
+
 #: files a run must reproduce byte for byte (figures included: same machine)
 COMPARED = ("results/tables", "results/trials", "results/figures", "results/provenance.json")
 
