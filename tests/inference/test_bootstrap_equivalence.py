@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 import dpreg.inference.bootstrap as bs
+import dpreg.inference.intervals as iv
 import dpreg.inference.medians as md
 from dpreg import DPRegError
 from dpreg.inference.bootstrap import DesignBootstrap, cell_codes
@@ -116,7 +117,7 @@ def test_by_repeat_count_equals_the_group_by_split():
     keys = [trials[c].astype(str) if c != "epsilon" else trials[c] for c in GROUP_KEYS]
     reps = trials.groupby(keys, sort=False)["repeat"].transform("max").astype(np.int64) + 1
     expected = [part for _, part in trials.groupby([trials["dataset"], reps.to_numpy()], sort=True)]
-    got = [part for _, part in bs._by_repeat_count(trials)]
+    got = [part for _, part in iv._by_repeat_count(trials)]
     assert len(got) == len(expected) == 4  # two datasets x (7 repeats, 2 repeats)
     for a, b in zip(got, expected, strict=True):
         pd.testing.assert_frame_equal(a, b)
