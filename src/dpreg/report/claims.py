@@ -197,7 +197,8 @@ def _check_readme(readme: str, tables: str, provenance: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m dpreg.report.claims {evaluate,readme,check-readme}`` (see config/README.md)."""
     parser = argparse.ArgumentParser(
-        prog="python -m dpreg.report.claims", description=__doc__.split("\n")[0]
+        prog="python -m dpreg.report.claims",
+        description="Claims as data: paired comparisons with computed verdicts.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     ev = sub.add_parser("evaluate", help="trial files -> claims.csv")
