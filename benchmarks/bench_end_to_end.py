@@ -20,7 +20,7 @@ Three timings, one JSON line each:
   repository's workflow whose configuration holds only this experiment at
   ``--repeats`` repeats, from no results to its table, figure and provenance
   (wall clock of the whole command, Snakemake start-up included).
-* ``engine``: the same trials through :func:`dpreg.sweep.sweep_dataset` in
+* ``engine``: the same trials through :func:`dpreg.engine.sources.sweep_dataset` in
   this process (no Snakemake, no files), for reference.
 * ``snakemake_floor``: ``python -m snakemake --cores 1`` on a one-rule
   workflow whose only job is ``touch`` -- the least any Snakemake pipeline
@@ -94,7 +94,7 @@ def _wang_map(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def obvious_loop(tables: dict[str, tuple[np.ndarray, np.ndarray]], cfg: dict, R: int):
     """Per fold: statistics once; per trial: draw, solve, score.  Returns trial rows."""
-    from dpreg.sweep import assign_folds
+    from dpreg.engine.sweep import assign_folds
 
     K = cfg["cv"]["folds"]
     delta, rho, c = cfg["delta"], cfg["rho"], cfg["xtx_offset"]
@@ -218,7 +218,7 @@ def run_snakemake_floor(workdir: Path) -> float:
 
 
 def run_engine(cfg: dict, R: int, workdir: Path) -> tuple[float, int]:
-    from dpreg.sweep import sweep_dataset
+    from dpreg.engine.sources import sweep_dataset
 
     exp = cfg["experiments"][EXPERIMENT]
     names = list(cfg["datasets"]) if exp["datasets"] == "all" else exp["datasets"]

@@ -2,7 +2,7 @@
 
 Synthetic prepared Parquet tables (float64 features, target last, row
 groups of 65,536 rows) are written into a temporary directory and swept
-with :func:`dpreg.sweep.sweep_dataset`: 10 folds x 10 repeats x 10 epsilons
+with :func:`dpreg.engine.sources.sweep_dataset`: 10 folds x 10 repeats x 10 epsilons
 x 3 algorithms (adassp, ssp, ridge), variant ``{stats: train, scale:
 maxnorm}`` (training-fold statistics: every fold has its own transform).
 Cases (``--case``):
@@ -119,8 +119,8 @@ def child_sweep(path: str, budget_mb: float | None, chunk_rows: int, profile: st
     import warnings
 
     from dpreg.data import prepared_shape
-    from dpreg.mechanisms import ClassicalCalibrationWarning
-    from dpreg.sweep import sweep_dataset, table_size_mb
+    from dpreg.engine.sources import sweep_dataset, table_size_mb
+    from dpreg.privacy.mechanisms import ClassicalCalibrationWarning
 
     n, d = prepared_shape(path)
     baseline = _peaks()

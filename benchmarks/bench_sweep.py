@@ -6,7 +6,7 @@ with the default config's recipe): 10 folds x ``--repeats`` repeats (100) x
 adassp, adassp-analytic).  Prints one JSON line per measurement:
 
 * ``dpreg``: wall seconds (best of ``--best-of``) of
-  :func:`dpreg.sweep.sweep_arrays`, the tidy trial table with its ledger
+  :func:`dpreg.engine.sweep.sweep_arrays`, the tidy trial table with its ledger
   columns included, and trials/second;
 * ``batched``: the fastest formulation written here for the same trials
   (fold statistics once, every fold x algorithm x epsilon x repeat noise
@@ -42,7 +42,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dpreg.algorithms import get_algorithm  # noqa: E402
-from dpreg.sweep import assign_folds, sweep_arrays  # noqa: E402
+from dpreg.engine.sweep import assign_folds, sweep_arrays  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ALGORITHMS = [

@@ -18,10 +18,10 @@ from sklearn.model_selection import GridSearchCV
 import dpreg
 from dpreg import BudgetAccountant, BudgetExceededError, NonPrivateWarning, PrivateLinearRegression
 from dpreg._validation import DPRegError
-from dpreg.accounting import gdp_epsilon, gdp_mu
 from dpreg.algorithms import ALGORITHMS, Algorithm, FitResult
 from dpreg.algorithms import registry as registry_module
 from dpreg.budget import default_accountant, release_cost
+from dpreg.privacy.accounting import gdp_epsilon, gdp_mu
 
 
 @pytest.fixture

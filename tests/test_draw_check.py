@@ -14,11 +14,11 @@ import math
 import numpy as np
 import pytest
 
-from dpreg import drawcheck
-from dpreg import mechanisms as mech
 from dpreg.algorithms import ALGORITHMS, get_algorithm
 from dpreg.algorithms.base import Algorithm, FitResult, Style
-from dpreg.stats import SuffStats
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import drawcheck
+from dpreg.privacy import mechanisms as mech
 
 DELTA = 1e-6
 PRIVATE = sorted(n for n, a in ALGORITHMS.items() if a.private)

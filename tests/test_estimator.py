@@ -20,9 +20,9 @@ from dpreg import BudgetAccountant, NonPrivateWarning, PrivateLinearRegression, 
 from dpreg._validation import EPSILON_MIN, DPRegError
 from dpreg.algorithms import ALGORITHMS, Algorithm, FitResult
 from dpreg.algorithms import registry as registry_module
+from dpreg.engine.sweep import sweep_arrays
 from dpreg.estimator import clip_rows
-from dpreg.stats import BOUND_RTOL, check_rows_within_bounds
-from dpreg.sweep import sweep_arrays
+from dpreg.preprocess.stats import BOUND_RTOL, check_rows_within_bounds
 
 PRIVATE = [name for name, alg in ALGORITHMS.items() if alg.private]
 NON_PRIVATE = [name for name, alg in ALGORITHMS.items() if not alg.private]

@@ -11,8 +11,8 @@ from dpreg import BudgetAccountant, PrivateLinearRegression
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS
 from dpreg.estimator import box_norm_bounds, clip_rows
+from dpreg.preprocess.stats import SuffStats
 from dpreg.seeding import as_generator
-from dpreg.stats import SuffStats
 
 #: Kalaja (2020) Alg. 1 at delta = 1e-6 and epsilon = 0.5, two releases of
 #: epsilon / 2: sigma = D sqrt(2 ln(2.5 / delta)) * 2 / epsilon.

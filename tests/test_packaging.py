@@ -316,7 +316,7 @@ def test_config_readme_examples_are_valid_configs():
     import jsonschema
 
     from dpreg.algorithms import ALGORITHMS
-    from dpreg.peers import PEERS
+    from dpreg.algorithms.peers import PEERS
 
     schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
     examples = _readme_config_examples()

@@ -15,9 +15,9 @@ from scipy.stats import norm
 
 from dpreg.algorithms import get_algorithm
 from dpreg.algorithms.adaops import margin_failure_probabilities
-from dpreg.ledger import ledger_entry, trial_columns
-from dpreg.mechanisms import compose, failure_release
-from dpreg.stats import SuffStats
+from dpreg.engine.run_ledger import ledger_entry, trial_columns
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy.mechanisms import compose, failure_release
 
 DELTA = 1e-6
 ADAOPS = ["adaops", "adaops-post", "adaops-cap"]

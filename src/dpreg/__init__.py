@@ -11,7 +11,7 @@ and light submodules such as :mod:`dpreg.joblog` stay cheap.
 from importlib import import_module
 from typing import Any
 
-__version__ = "0.2.0"
+from dpreg._version import __version__
 
 _LAZY = {
     "BudgetAccountant": "dpreg.budget",
@@ -20,8 +20,8 @@ _LAZY = {
     "NonPrivateWarning": "dpreg.estimator",
     "PrivateLinearRegression": "dpreg.estimator",
     "RowNormClipper": "dpreg.estimator",
-    "SuffStats": "dpreg.stats",
-    "gaussian_sigma": "dpreg.mechanisms",
+    "SuffStats": "dpreg.preprocess.stats",
+    "gaussian_sigma": "dpreg.privacy.mechanisms",
 }
 
 __all__ = [

@@ -48,7 +48,7 @@ def epsilon_too_small(epsilon: float, name: str = "epsilon") -> DPRegError:
     """The one message for an epsilon whose noise calibration overflows.
 
     Raised by :func:`check_epsilon` below :data:`EPSILON_MIN` and by the
-    release constructors of :mod:`dpreg.mechanisms` when a calibrated scale
+    release constructors of :mod:`dpreg.privacy.mechanisms` when a calibrated scale
     is infinite, so the estimator and the pipeline say the same thing.
     """
     return DPRegError(

@@ -11,7 +11,7 @@ total past the budget is refused with :class:`BudgetExceededError`.
 
 What a fit costs
 ----------------
-A fit is the list of its releases (:class:`dpreg.accounting.Release`).  The
+A fit is the list of its releases (:class:`dpreg.privacy.accounting.Release`).  The
 cost of one release is the budget it is *guaranteed* to meet:
 
 * a release whose calibration covers its nominal budget (``valid``) costs
@@ -110,7 +110,7 @@ from typing import Any
 import numpy as np
 
 from dpreg._validation import DPRegError, check_choice
-from dpreg.accounting import Release, gdp_epsilon, laplace_epsilon
+from dpreg.privacy.accounting import Release, gdp_epsilon, laplace_epsilon
 
 __all__ = [
     "COMPOSITIONS",

@@ -12,6 +12,8 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
 
+from dpreg._version import __version__
+
 __all__ = ["COMMANDS", "main"]
 
 #: subcommand -> (module whose ``main(argv)`` runs it, one-line summary)
@@ -46,8 +48,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_usage())
         return 0 if args else 2
     if args[0] == "--version":
-        from dpreg import __version__
-
         print(f"dpreg {__version__}")
         return 0
     command, rest = args[0], args[1:]

@@ -75,8 +75,8 @@ from dpreg._validation import DPRegError, check_bound, check_delta, check_epsilo
 from dpreg.algorithms import get_algorithm
 from dpreg.algorithms.base import Algorithm
 from dpreg.budget import BudgetAccountant, default_accountant
+from dpreg.preprocess.stats import SuffStats, check_rows_within_bounds
 from dpreg.seeding import as_generator
-from dpreg.stats import SuffStats, check_rows_within_bounds
 
 __all__ = [
     "NonPrivateWarning",
@@ -124,7 +124,7 @@ def clip_rows(X: np.ndarray, bound: float) -> np.ndarray:
     over = norms > B
     if over.any():
         # a clipped norm may round to B (1 + 2**-52): within the bound check's
-        # tolerance (dpreg.stats.BOUND_RTOL)
+        # tolerance (dpreg.preprocess.stats.BOUND_RTOL)
         out[over] *= (B / norms[over])[:, None]
     return out
 
@@ -446,7 +446,7 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
         The ``(B_X, B_Y)`` the algorithm ran with: from ``bounds`` or
         translated from ``bounds_X``/``bounds_y``, with ``B_X`` widened by the
         intercept column.
-    releases_ : list of dpreg.mechanisms.Release
+    releases_ : list of dpreg.privacy.mechanisms.Release
         What the fit released, with sensitivities and noise scales (the
         privacy ledger of this fit; empty for a non-private algorithm).
     n_features_in_ : int

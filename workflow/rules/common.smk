@@ -125,12 +125,12 @@ def dataset_entry(wildcards):
 
 
 def sweep_kwargs(wildcards):
-    """Keyword arguments of dpreg.sweep.sweep_dataset for one (dataset, shard)."""
+    """Keyword arguments of dpreg.engine.sources.sweep_dataset for one (dataset, shard)."""
     return PLAN.sweep_kwargs(wildcards.dataset, wildcards.shard)
 
 
 def trial_selection(wildcards):
-    """Which trials of its files an experiment summarises (see dpreg.tables.read_trials)."""
+    """Which trials of its files an experiment summarises (see dpreg.io.trials.read_trials)."""
     return PLAN.trial_selection(wildcards.experiment)
 
 

@@ -8,8 +8,8 @@ from dpreg.joblog import log_to_file  # noqa: E402 (light: only logging)
 
 log_file = log_to_file(smk.log[0])
 
-from dpreg.sweep import sweep_dataset  # noqa: E402
-from dpreg.tables import write_trials  # noqa: E402
+from dpreg.engine.sources import sweep_dataset  # noqa: E402
+from dpreg.io.trials import write_trials  # noqa: E402
 
 kwargs = dict(smk.params.sweep)
 logging.info("sweep %s/%s: %s", smk.wildcards.dataset, smk.wildcards.shard, kwargs)

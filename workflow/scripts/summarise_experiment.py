@@ -18,10 +18,11 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 
-from dpreg.claims import bootstrap_settings  # noqa: E402
-from dpreg.plots import plot_experiment  # noqa: E402
-from dpreg.summary import SUMMARY_TRIAL_COLUMNS, summarise  # noqa: E402
-from dpreg.tables import read_table, read_trials, trial_file_columns, write_table  # noqa: E402
+from dpreg.inference.claims import bootstrap_settings  # noqa: E402
+from dpreg.io.tables import read_table, write_table  # noqa: E402
+from dpreg.io.trials import read_trials, trial_file_columns  # noqa: E402
+from dpreg.report.figures import plot_experiment  # noqa: E402
+from dpreg.report.summary import SUMMARY_TRIAL_COLUMNS, summarise  # noqa: E402
 
 # --- the table --------------------------------------------------------------
 # rows of this experiment (variants, algorithms, repeats) when the trial files are shared

@@ -8,8 +8,8 @@ from dpreg.joblog import log_to_file  # noqa: E402 (light: only logging)
 
 log_file = log_to_file(smk.log[0])
 
-from dpreg.claims import evaluate_claims  # noqa: E402
-from dpreg.tables import write_claims  # noqa: E402
+from dpreg.inference.evaluation import evaluate_claims  # noqa: E402
+from dpreg.io.tables import write_claims  # noqa: E402
 
 # params.files: experiment id -> its trial files; params.select: experiment id ->
 # {"repeats": ...} (the rows of the experiment when trial files are shared)

@@ -9,9 +9,9 @@ from dpreg.joblog import log_to_file  # noqa: E402 (light: only logging)
 
 log_file = log_to_file(smk.log[0])
 
-from dpreg.ledger import ledger_report  # noqa: E402
-from dpreg.provenance import provenance  # noqa: E402
-from dpreg.tables import write_json  # noqa: E402
+from dpreg.engine.run_ledger import ledger_report  # noqa: E402
+from dpreg.io.tables import write_json  # noqa: E402
+from dpreg.report.provenance import provenance  # noqa: E402
 
 metas = {}
 for name, path in zip(smk.params.datasets, smk.input.metas, strict=True):

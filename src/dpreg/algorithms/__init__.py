@@ -9,13 +9,12 @@ Families: :mod:`~dpreg.algorithms.baselines` (trivial, OLS, ridge),
 :mod:`~dpreg.algorithms.functional`, and the modules added beside them.
 """
 
-from dpreg.algorithms.base import (
-    Algorithm,
+from dpreg.algorithms.base import Algorithm, Style
+from dpreg.algorithms.fits import (
     FitOptions,
     FitResult,
     PendingSolve,
     ReleaseContext,
-    Style,
     draw_noise,
     solve_batched,
 )

@@ -2,7 +2,7 @@
 
 Releases whose privacy does not come from adding calibrated noise to a
 statistic (objective perturbation, one posterior sample, noisy SGD) are
-recorded as :class:`~dpreg.mechanisms.Release` objects with their own
+recorded as :class:`~dpreg.privacy.mechanisms.Release` objects with their own
 ``mechanism`` name (``"objpert"``, ``"ops"``, ``"noisysgd"``): their cost is
 the ``(epsilon, delta)`` the method's analysis claims, and ``valid`` says
 whether that claim is backed by a theorem for the run (see each family
@@ -26,9 +26,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError, check_noise_scale, epsilon_too_small
-from dpreg.mechanisms import Release
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.mechanisms import Release
 
 __all__ = ["C1", "CLAIMED_MECHANISMS", "calibration_guard", "claimed_release", "quadratic_root"]
 
@@ -50,7 +50,7 @@ def claimed_release(
 ) -> Release:
     """A release whose cost is the ``(epsilon, delta)`` its analysis claims.
 
-    Built by :func:`dpreg.mechanisms.stated_release` (the accountant takes the
+    Built by :func:`dpreg.privacy.mechanisms.stated_release` (the accountant takes the
     stated budget); ``mechanism`` is one of :data:`CLAIMED_MECHANISMS`.
     ``sensitivity`` and ``scale`` must be finite (the ledger prints them); a
     non-finite value inside a release function means its arithmetic

@@ -59,7 +59,7 @@ Gaussian noise exceeds the margin subtracted (added) for it:
 A mechanism that is ``(eps, delta)``-DP whenever an event of probability
 ``>= 1 - p`` holds is ``(eps, delta + p)``-DP, so each failure probability is
 a ``"failure"`` release of cost ``(0, p)``
-(:func:`dpreg.mechanisms.failure_release`;
+(:func:`dpreg.privacy.mechanisms.failure_release`;
 :func:`margin_failure_probabilities`).  At ``delta = 1e-6`` and ``B_X = 1``
 each is ``Phi(-sqrt(ln 6e6)) = 3.93e-5``: the composed delta is ``1e-6 +
 7.87e-5``, about 80 times the claim, so every AdaOPS entry at every epsilon
@@ -79,13 +79,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dpreg import drawcheck
-from dpreg import mechanisms as mech
 from dpreg.algorithms._wang import C1, calibration_guard, claimed_release, quadratic_root
-from dpreg.algorithms.base import Algorithm, FitOptions, FitResult, ReleaseContext, Style
+from dpreg.algorithms.base import Algorithm, Style
+from dpreg.algorithms.fits import FitOptions, FitResult, ReleaseContext
 from dpreg.algorithms.ssp import wang_valid
-from dpreg.mechanisms import Release
-from dpreg.stats import SuffStats
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import drawcheck
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.mechanisms import Release
 
 __all__ = [
     "ENTRIES",

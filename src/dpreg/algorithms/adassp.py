@@ -30,20 +30,19 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dpreg.algorithms.base import (
-    Algorithm,
+from dpreg.algorithms.base import Algorithm, Style
+from dpreg.algorithms.fits import (
     FitOptions,
     FitResult,
     PendingSolve,
     ReleaseContext,
-    Style,
     add_to_diagonal,
     draw_noise,
     finish,
 )
 from dpreg.algorithms.ssp import gdp_releases, split_releases
-from dpreg.mechanisms import Release
-from dpreg.stats import SuffStats
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy.mechanisms import Release
 
 __all__ = ["ENTRIES", "adassp_lambda"]
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpreg.algorithms.base import Algorithm, FitOptions, FitResult, PendingSolve, Style, finish
-from dpreg.mechanisms import Release
-from dpreg.stats import SuffStats
+from dpreg.algorithms.base import Algorithm, Style
+from dpreg.algorithms.fits import FitOptions, FitResult, PendingSolve, finish
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy.mechanisms import Release
 
 __all__ = ["ENTRIES"]
 

@@ -19,20 +19,19 @@ import math
 
 import numpy as np
 
-from dpreg import mechanisms as mech
-from dpreg.algorithms.base import (
-    Algorithm,
+from dpreg.algorithms.base import Algorithm, Style
+from dpreg.algorithms.fits import (
     FitOptions,
     FitResult,
     PendingSolve,
     ReleaseContext,
-    Style,
     add_to_diagonal,
     finish,
 )
-from dpreg.mechanisms import Release
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.mechanisms import Release
 from dpreg.seeding import as_generator
-from dpreg.stats import SuffStats
 
 __all__ = ["ENTRIES", "functional_sensitivity"]
 

@@ -50,11 +50,12 @@ import math
 
 import numpy as np
 
-from dpreg import mechanisms as mech
 from dpreg.algorithms._wang import calibration_guard, claimed_release
-from dpreg.algorithms.base import Algorithm, FitOptions, FitResult, ReleaseContext, Style
-from dpreg.mechanisms import Release
-from dpreg.stats import SuffStats
+from dpreg.algorithms.base import Algorithm, Style
+from dpreg.algorithms.fits import FitOptions, FitResult, ReleaseContext
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.mechanisms import Release
 
 __all__ = ["ENTRIES", "objpert_constants", "trust_region_ball", "wang_objpert_true_epsilon"]
 

@@ -54,11 +54,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dpreg import mechanisms as mech
 from dpreg.algorithms._wang import C1, calibration_guard, claimed_release, quadratic_root
-from dpreg.algorithms.base import Algorithm, FitOptions, FitResult, ReleaseContext, Style
-from dpreg.mechanisms import Release
-from dpreg.stats import SuffStats
+from dpreg.algorithms.base import Algorithm, Style
+from dpreg.algorithms.fits import FitOptions, FitResult, ReleaseContext
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.mechanisms import Release
 
 __all__ = ["ENTRIES", "ops_calibration", "ops_lambda", "ops_sqrt_gamma", "sample_ops"]
 

@@ -10,21 +10,22 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from pathlib import Path
 
 from dpreg._validation import DPRegError, check_choice
 from dpreg.algorithms.base import Algorithm
+from dpreg.algorithms.peers import PEERS
 
 __all__ = ["ALGORITHMS", "get_algorithm", "private_algorithms"]
 
 
 def _discover() -> dict[str, Algorithm]:
-    import dpreg.algorithms as package
-
+    package = __name__.rpartition(".")[0]  # dpreg.algorithms, still loading: scan its folder
     out: dict[str, Algorithm] = {}
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda m: m.name):
         if info.name.startswith("_") or info.name in ("base", "registry"):
             continue
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        module = importlib.import_module(f"{package}.{info.name}")
         for alg in getattr(module, "ENTRIES", ()):
             if not isinstance(alg, Algorithm):
                 raise TypeError(f"{module.__name__}.ENTRIES holds {alg!r}, not an Algorithm")
@@ -46,8 +47,6 @@ def private_algorithms() -> tuple[str, ...]:
 def get_algorithm(name: str) -> Algorithm:
     """Look up an algorithm by config name (the error lists the known names)."""
     if name not in ALGORITHMS:
-        from dpreg.peers import PEERS
-
         if name in PEERS:
             raise DPRegError(
                 f"{name!r} is an external peer run by the sweep, not a registry algorithm"

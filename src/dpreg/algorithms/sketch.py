@@ -81,21 +81,20 @@ from functools import lru_cache
 
 import numpy as np
 
-from dpreg import drawcheck
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
-from dpreg.algorithms.base import (
-    Algorithm,
+from dpreg.algorithms.base import Algorithm, Style
+from dpreg.algorithms.fits import (
     FitOptions,
     FitResult,
     PendingSolve,
     ReleaseContext,
-    Style,
     finish,
     solve_batched,
 )
-from dpreg.mechanisms import Release
-from dpreg.stats import SuffStats
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import drawcheck
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.mechanisms import Release
 
 __all__ = [
     "ENTRIES",

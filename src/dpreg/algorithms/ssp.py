@@ -21,22 +21,20 @@ import math
 
 import numpy as np
 
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
-from dpreg.algorithms.base import (
-    Algorithm,
+from dpreg.algorithms.base import Algorithm, Style
+from dpreg.algorithms.fits import (
     FitOptions,
     FitResult,
     PendingSolve,
     ReleaseContext,
-    Style,
     add_to_diagonal,
     draw_noise,
     finish,
-    gaussian_release,
 )
-from dpreg.mechanisms import Release
-from dpreg.stats import SuffStats
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.mechanisms import Release, gaussian_release
 
 __all__ = ["ENTRIES", "gdp_releases", "split_releases", "wang_valid"]
 

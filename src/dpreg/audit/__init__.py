@@ -49,10 +49,10 @@ the model draws exactly the noise the algorithm adds; the layer is used for
 an entry only when this holds on a test draw
 (:func:`dpreg.audit.model.reproduces_fit`: the simulated releases equal the
 ones ``fit(capture=True)`` records), and direct draws in the audit itself use
-:func:`~dpreg.mechanisms.symmetric_noise`,
-:func:`~dpreg.mechanisms.wang_symmetric_noise`,
-:func:`~dpreg.mechanisms.full_noise`, :func:`~dpreg.mechanisms.vector_noise`
-and :func:`~dpreg.mechanisms.laplace_noise`.
+:func:`~dpreg.privacy.mechanisms.symmetric_noise`,
+:func:`~dpreg.privacy.mechanisms.wang_symmetric_noise`,
+:func:`~dpreg.privacy.mechanisms.full_noise`, :func:`~dpreg.privacy.mechanisms.vector_noise`
+and :func:`~dpreg.privacy.mechanisms.laplace_noise`.
 
 Neighbouring datasets
 ---------------------
@@ -98,7 +98,7 @@ Two ways to draw the statistic (the output's ``method`` says which was used)
   ``mu^2 = sum Delta^2 / v`` -- one scalar per release instead of a matrix.
   For a Laplace release it is a sum over the coordinates with
   ``Delta != 0`` of ``(|e| - |e - Delta|) / b`` (``D``) or ``(|e + Delta| - |e|) / b``
-  (``D'``), ``e`` drawn by :func:`~dpreg.mechanisms.laplace_noise`.
+  (``D'``), ``e`` drawn by :func:`~dpreg.privacy.mechanisms.laplace_noise`.
   The shortcut is used only after a *verification sample*
   (``check_samples`` direct draws per hypothesis, default 20,000) confirms
   the model: per-coordinate noise means and variances, pairwise
@@ -128,7 +128,7 @@ always holds).
 
 Each line also carries ``exact_epsilon``: the exact epsilon at the claimed
 delta of the audited releases from the Gaussian-DP accounting
-(:func:`dpreg.mechanisms.compose`; for Laplace releases the sum of
+(:func:`dpreg.privacy.mechanisms.compose`; for Laplace releases the sum of
 ``sensitivity / b``).  For a correct algorithm
 ``empirical_epsilon_lb <= exact_epsilon <= claimed_epsilon``.
 

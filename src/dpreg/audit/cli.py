@@ -51,7 +51,14 @@ from dpreg._validation import DPRegError, check_choice
 from dpreg.algorithms import ALGORITHMS
 from dpreg.audit.declared import CHECK_SAMPLES, DEFAULT_SAMPLES, audit_algorithm
 from dpreg.audit.endtoend import E2E_SAMPLES, audit_end_to_end
-from dpreg.audit.model import AUDITED, DEFAULT_D, MECHANISMS, declared_layout
+from dpreg.audit.model import (
+    AUDITED,
+    DEFAULT_D,
+    MECHANISMS,
+    claimed_releases,
+    declared_layout,
+    reproduces_fit,
+)
 from dpreg.progress import progress
 
 __all__ = ["SUMMARY_KEYS", "main", "run_audit", "write_outputs"]
@@ -339,8 +346,6 @@ def _guarded(name: str, eps: float, share: float | None, **kw: Any) -> dict[str,
 
 def _has_model(name: str, eps: float, delta: float) -> bool:
     """Whether the declared-scale layer has a model of ``name`` that reproduces its fit."""
-    from dpreg.audit.model import claimed_releases, reproduces_fit
-
     try:
         rel = claimed_releases(name, epsilon=eps, delta=delta, d=DEFAULT_D)
     except DPRegError:

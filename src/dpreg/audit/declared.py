@@ -6,7 +6,6 @@ import dataclasses
 import math
 import time
 
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError, check_choice, check_positive_int
 from dpreg.audit.bounds import distinguishing_test, judge
 from dpreg.audit.likelihood import direct_llr, shortcut_llr, verify_shortcut
@@ -19,7 +18,8 @@ from dpreg.audit.model import (
     loss_bound,
     neighbouring_pair,
 )
-from dpreg.mechanisms import Release
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.mechanisms import Release
 from dpreg.seeding import seed_sequence
 
 __all__ = [
@@ -38,7 +38,7 @@ CHECK_SAMPLES = 20_000
 
 def exact_epsilon_of(releases: list[Release], *, delta: float) -> tuple[float | None, float | None]:
     """Exact epsilon (and composed GDP ``mu``) of the audited releases, from the ledger's
-    accountant (:func:`dpreg.mechanisms.compose`)."""
+    accountant (:func:`dpreg.privacy.mechanisms.compose`)."""
     c = mech.compose(releases, delta=delta)
     exact, mu = c["exact_epsilon"], c["gdp_mu"]
     return (

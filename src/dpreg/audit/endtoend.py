@@ -4,7 +4,7 @@ What runs
 ---------
 For a private algorithm of the registry, the neighbouring datasets ``D``
 and ``D'`` are built as rows and go through the functions the sweep calls:
-:meth:`~dpreg.stats.SuffStats.from_arrays` (with its bound check) and
+:meth:`~dpreg.preprocess.stats.SuffStats.from_arrays` (with its bound check) and
 :meth:`Algorithm.fit <dpreg.algorithms.Algorithm.fit>` with ``capture=True``,
 so what is audited is what the fit releases -- the noisy values it
 actually went on to use (``FitResult.released``), whatever draws, scales
@@ -57,7 +57,7 @@ Claims and exact epsilon
 ------------------------
 The claim is the run's total ``(epsilon, delta)`` (``delta = 0`` when every
 release is Laplace); ``exact_epsilon`` is
-:func:`dpreg.mechanisms.compose` over the ledger's releases of the run
+:func:`dpreg.privacy.mechanisms.compose` over the ledger's releases of the run
 (pre-processing releases included).
 """
 
@@ -70,13 +70,10 @@ from typing import Any
 
 import numpy as np
 
-from dpreg import drawcheck
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError, check_positive_int
 from dpreg.algorithms import ALGORITHMS
 from dpreg.audit.bounds import ALPHA, distinguishing_test, judge, round_llr
-from dpreg.audit.model import DEFAULT_D, base_rows, label_of
-from dpreg.mechanisms import Release
+from dpreg.audit.model import DEFAULT_D, PRIVATE_ALGORITHMS, base_rows, label_of
 from dpreg.preprocess import (
     ArraySource,
     PublicRanges,
@@ -86,8 +83,11 @@ from dpreg.preprocess import (
     private_stat_releases,
     raw_fold_moments,
 )
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import drawcheck
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.mechanisms import Release
 from dpreg.seeding import seed_sequence
-from dpreg.stats import SuffStats
 
 __all__ = ["E2E_SAMPLES", "audit_end_to_end", "observation_statistic"]
 
@@ -379,8 +379,6 @@ def audit_end_to_end(
         set and the releases observed.
     """
     if name not in ALGORITHMS or not ALGORITHMS[name].private:
-        from dpreg.audit.model import PRIVATE_ALGORITHMS
-
         raise DPRegError(
             f"unknown end-to-end audit target {name!r}; allowed: {', '.join(PRIVATE_ALGORITHMS)}"
         )
@@ -441,7 +439,7 @@ def audit_end_to_end(
         "observed": sorted(out0),
         "releases": [r.as_dict() for r in releases],
         "pair": {"added_x": [float(v) for v in added], "added_y": 1.0},
-        # dpreg.drawcheck: [] when the fit draws exactly what its releases declare
+        # dpreg.privacy.drawcheck: [] when the fit draws exactly what its releases declare
         "draw_check": mismatches,
         "test": test,
         "seconds": round(time.perf_counter() - t0, 3),

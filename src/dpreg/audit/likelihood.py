@@ -9,11 +9,11 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import ks_2samp, kstest, norm
 
-from dpreg import mechanisms as mech
 from dpreg.audit.bounds import round_llr
 from dpreg.audit.model import Block, loss_bound
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import mechanisms as mech
 from dpreg.seeding import as_generator
-from dpreg.stats import SuffStats
 
 __all__ = ["block_llr", "direct_llr", "shortcut_block", "shortcut_llr", "verify_shortcut"]
 
@@ -68,7 +68,7 @@ def shortcut_block(
 
     Gaussian: ``mu Z - mu^2/2`` under ``D`` and ``mu Z + mu^2/2`` under ``D'``
     (``Z ~ N(0, 1)``, ``mu^2 = sum Delta^2 / v``): one scalar per release.
-    Laplace: one :func:`~dpreg.mechanisms.laplace_noise` scalar ``e`` per
+    Laplace: one :func:`~dpreg.privacy.mechanisms.laplace_noise` scalar ``e`` per
     coordinate with ``Delta != 0``, ``(|e| - |e - Delta|) / b`` under ``D`` and
     ``(|e + Delta| - |e|) / b`` under ``D'``; coordinates with ``Delta = 0`` add 0.
     """

@@ -1,13 +1,13 @@
 """The declared-scale model: releases, their noise blocks and the neighbouring datasets.
 
 The faster audit layer simulates each release from its *declared* scale
-with the project's draw functions (:mod:`dpreg.mechanisms`).  Which draw a
+with the project's draw functions (:mod:`dpreg.privacy.mechanisms`).  Which draw a
 release uses is derived from the registry entry: its
 :attr:`~dpreg.algorithms.Algorithm.noise_kinds` (one normal-block kind per
 release: ``scalar`` observes ``lambda_min``, ``vector`` ``X^T y``, a matrix
 kind ``X^T X``), or, for an entry without normal-block noise whose one
 release is Laplace-calibrated, the objective-coefficient layout of
-:func:`dpreg.mechanisms.objective_laplace_noise` (the functional mechanism).
+:func:`dpreg.privacy.mechanisms.objective_laplace_noise` (the functional mechanism).
 Entries whose noise follows neither layout are audited end to end only
 (:mod:`dpreg.audit.endtoend`).
 """
@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpreg import mechanisms as mech
 from dpreg._validation import (
     DPRegError,
     check_choice,
@@ -29,9 +28,10 @@ from dpreg._validation import (
     check_positive_int,
 )
 from dpreg.algorithms import ALGORITHMS, draw_noise
-from dpreg.mechanisms import Release
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.mechanisms import Release
 from dpreg.seeding import as_generator
-from dpreg.stats import SuffStats
 
 __all__ = [
     "AUDITED",
@@ -65,7 +65,7 @@ class Block:
     Attributes
     ----------
     release : str
-        Name of the :class:`~dpreg.mechanisms.Release` it belongs to.
+        Name of the :class:`~dpreg.privacy.mechanisms.Release` it belongs to.
     family : str
         ``"gaussian"`` or ``"laplace"``.
     draw : str

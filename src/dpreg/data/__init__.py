@@ -11,7 +11,7 @@ The package has one module per step:
 - :mod:`dpreg.data.sources` and :mod:`dpreg.data.download` -- :func:`fetch_raw`:
   the raw table from a path, the mirror, UCI or a URL, checksums checked;
 - :mod:`dpreg.data.recipe` -- :func:`apply_recipe`: numeric features and a target;
-- :mod:`dpreg.data.tables` -- :func:`prepare_dataset` (atomic Parquet + JSON
+- :mod:`dpreg.data.prepared` -- :func:`prepare_dataset` (atomic Parquet + JSON
   output), :func:`read_prepared`, :func:`prepared_shape`, :func:`iter_prepared`.
 
 Sources, in the order they are tried:
@@ -95,15 +95,15 @@ from dpreg.data.entries import (
     DEFAULT_DOWNLOAD_DEADLINE,
     validate_entry,
 )
-from dpreg.data.recipe import PreparedDataset, apply_recipe
-from dpreg.data.sources import RawDataset, fetch_raw
-from dpreg.data.tables import (
+from dpreg.data.prepared import (
     ROW_GROUP_ROWS,
     iter_prepared,
     prepare_dataset,
     prepared_shape,
     read_prepared,
 )
+from dpreg.data.recipe import PreparedDataset, apply_recipe
+from dpreg.data.sources import RawDataset, fetch_raw
 
 __all__ = [
     "DATASET_KEYS",

@@ -216,7 +216,7 @@ def _fetch_uci(
     name: str, uci_id: int, deadline: float, max_bytes: int
 ) -> tuple[bytes, list[dict[str, str]], str]:
     """Fetch a UCI dataset via ucimlrepo: (CSV bytes, variables with roles, data_url)."""
-    import ucimlrepo
+    import ucimlrepo  # on first use: only a UCI download needs it (slow to import)
     from ucimlrepo.fetch import DatasetNotFoundError
 
     try:

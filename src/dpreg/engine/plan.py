@@ -34,7 +34,7 @@ from typing import Any
 
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS, get_algorithm
-from dpreg.peers import PEERS, diffprivlib_available
+from dpreg.algorithms.peers import PEERS, diffprivlib_available
 
 __all__ = [
     "CHAOTIC_PEERS",
@@ -394,7 +394,7 @@ class Plan:
         return {**cfg, "experiments": {e: cfg["experiments"][e] for e in self.experiments}}
 
     def sweep_kwargs(self, dataset: str, shard: str) -> dict[str, Any]:
-        """Keyword arguments of dpreg.sweep.sweep_dataset for one (dataset, shard)."""
+        """Keyword arguments of dpreg.engine.sources.sweep_dataset for one (dataset, shard)."""
         cfg = self.config
         plan = self.sweep_plan(dataset, shard)
         return {
@@ -417,7 +417,7 @@ class Plan:
         }
 
     def trial_selection(self, experiment: str) -> dict[str, Any]:
-        """Which trials of its files an experiment summarises (see dpreg.tables.read_trials)."""
+        """Which trials of its files an experiment summarises (see dpreg.io.trials.read_trials)."""
         exp = self.config["experiments"][experiment]
         return {
             "variants": list(exp["variants"]),

@@ -33,15 +33,9 @@ releases in the ledger.
 """
 
 from dpreg.preprocess.folds import fold_rows, fold_statistics
-from dpreg.preprocess.private import (
-    PublicRanges,
-    RawMoments,
-    algorithm_budget,
-    private_fold_data,
-    private_fold_data_runs,
-    private_stat_releases,
-    raw_fold_moments,
-)
+from dpreg.preprocess.private import algorithm_budget, private_fold_data, private_stat_releases
+from dpreg.preprocess.private_runs import private_fold_data_runs
+from dpreg.preprocess.ranges import PublicRanges, RawMoments, raw_fold_moments
 from dpreg.preprocess.spec import (
     INTERCEPTS,
     SCALES,
@@ -51,6 +45,7 @@ from dpreg.preprocess.spec import (
     PrivateStatsSpec,
     RowSource,
     VariantSpec,
+    nonprivate_statistics,
 )
 from dpreg.preprocess.transform import FittedTransform, FoldData
 
@@ -69,6 +64,7 @@ __all__ = [
     "VariantSpec",
     "fold_rows",
     "fold_statistics",
+    "nonprivate_statistics",
     "algorithm_budget",
     "private_fold_data",
     "private_fold_data_runs",

@@ -24,6 +24,7 @@ __all__ = [
     "PrivateStatsSpec",
     "RowSource",
     "VariantSpec",
+    "nonprivate_statistics",
 ]
 
 SCALES = ("rownorm", "rownorm-y", "maxnorm")
@@ -215,3 +216,25 @@ class ArraySource:
         step = self.chunk_rows or max(self.n, 1)
         for lo in range(0, self.n, step):
             yield self.X[lo : lo + step], self.y[lo : lo + step], self.fold[lo : lo + step]
+
+
+def nonprivate_statistics(spec: VariantSpec) -> list[str]:
+    """Statistics a variant takes from its statistics rows without noise."""
+    rows = "all rows" if spec.stats == "global" else "training rows"
+    out = [f"n (row count of the {rows})"]
+    if spec.private_stats is not None:
+        out.append(
+            "public column ranges declared in the config (public_ranges.<dataset>, with their "
+            "source): assumed known a priori, never taken from the data"
+        )
+        return out
+    if spec.clip_sigma is not None:
+        out.append(f"clip thresholds mean + {spec.clip_sigma:g} sd ({rows})")
+    if spec.standardize:
+        out.append(f"column means and sds ({rows})")
+    out.append(f"y centre and scale max|y| ({rows})")
+    if spec.scale == "maxnorm":
+        out.append(f"x_max, largest row norm ({rows})")
+    elif spec.scale == "rownorm-y":
+        out.append(f"y_max2, largest |y|/||x|| ({rows})")
+    return out

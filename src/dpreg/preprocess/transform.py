@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpreg._validation import DPRegError
-from dpreg.mechanisms import Release
 from dpreg.preprocess.spec import VariantSpec
-from dpreg.stats import ScoreStats, SuffStats, check_rows_within_bounds
+from dpreg.preprocess.stats import ScoreStats, SuffStats, check_rows_within_bounds
+from dpreg.privacy.mechanisms import Release
 
 __all__ = ["FittedTransform", "FoldData"]
 
@@ -106,7 +106,7 @@ class FittedTransform:
     def transform_test(
         self, X: np.ndarray, y: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Test rows as ``(U, r, t)`` for :class:`~dpreg.stats.ScoreStats`.
+        """Test rows as ``(U, r, t)`` for :class:`~dpreg.preprocess.stats.ScoreStats`.
 
         The prediction of ``theta`` in the shared target scale
         ``t = (y - t_center) / t_scale`` is ``o + U theta`` with the constant

@@ -1,0 +1,194 @@
+"""Which lines a figure draws, and their labels and styles.
+
+Labels, colours, line styles and markers come from the algorithm registry
+(:data:`dpreg.algorithms.ALGORITHMS`: ``label`` and ``style``), with
+fallbacks for names it does not hold (optional peers, old tables).  A
+private algorithm is one line per variant; a non-private reference is drawn
+once, or once per variant (in its own dash patterns) when its curves differ
+between the variants of a figure (:func:`_private_lines`,
+:func:`_reference_lines`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib import colormaps
+
+from dpreg._validation import DPRegError
+from dpreg.algorithms import ALGORITHMS
+
+__all__ = ["algorithm_label", "algorithm_style", "is_reference", "panel_grid"]
+
+
+#: Styles of names the registry does not hold (optional peers, old tables).
+_FALLBACK_STYLES: dict[str, tuple[str, str, str]] = {
+    "diffprivlib": ("tab:brown", "-", "v"),
+    "ridge": ("black", "--", ""),
+    "trivial": ("0.5", ":", ""),
+    "ols": ("tab:brown", "-.", ""),
+}
+_FALLBACK_LABELS = {"diffprivlib": "diffprivlib LinearRegression"}
+_NON_PRIVATE_FALLBACK = frozenset({"ridge", "trivial", "ols"})
+
+#: Dash patterns of a reference drawn once per variant (curves differ), by the
+#: reference's own line style: dashed shapes for a dashed reference (ridge),
+#: dotted ones for a dotted one (trivial), dash-dot ones otherwise (OLS).
+_VARIANT_DASHES: dict[str, list[Any]] = {
+    "--": ["--", (0, (9, 2, 2, 2)), (0, (2.5, 1.5)), (0, (12, 3)), (0, (6, 2, 2, 2, 2, 2))],
+    ":": [":", (0, (1, 3.5)), (0, (0.5, 1)), (0, (1, 1.5, 1, 4)), (0, (2, 1, 0.5, 1))],
+    "-.": ["-.", (0, (10, 2, 1, 2)), (0, (4, 2, 1, 2, 1, 2)), (0, (6, 1.5, 1, 1.5))],
+}
+#: Line styles of a private algorithm under the variants of a figure.
+_VARIANT_STYLES: list[Any] = ["-", (0, (6, 2)), (0, (1, 1.2)), (0, (6, 2, 1, 2)), (0, (3, 3))]
+
+
+# --------------------------------------------------------------------------
+# registry lookups
+# --------------------------------------------------------------------------
+def _registry() -> Mapping[str, Any]:
+    return ALGORITHMS
+
+
+def is_reference(algorithm: str) -> bool:
+    """Whether ``algorithm`` is non-private (drawn as a reference curve).
+
+    Names the registry does not know (e.g. an optional peer) count as
+    private unless they are ``ridge``, ``trivial`` or ``ols``.
+    """
+    spec = _registry().get(algorithm)
+    if spec is None:
+        return algorithm in _NON_PRIVATE_FALLBACK
+    return not spec.private
+
+
+def algorithm_label(algorithm: str) -> str:
+    """Legend label of an algorithm: the registry's ``label`` (else the name)."""
+    spec = _registry().get(algorithm)
+    label = getattr(spec, "label", None) if spec is not None else None
+    return str(label or _FALLBACK_LABELS.get(algorithm, algorithm))
+
+
+def algorithm_style(algorithm: str) -> tuple[Any, Any, str]:
+    """(colour, line style, marker) from the registry's ``style`` (else a fallback)."""
+    spec = _registry().get(algorithm)
+    style = getattr(spec, "style", None) if spec is not None else None
+    if style is not None:
+        return style.color, style.linestyle, style.marker or ""
+    return _FALLBACK_STYLES.get(algorithm, ("0.3", "-", ""))
+
+
+def panel_grid(count: int) -> tuple[int, int]:
+    """(rows, columns) of the panel grid: 1 x k up to three panels, 2 x 2 for four."""
+    if count < 1:
+        raise DPRegError("a figure needs at least one dataset")
+    if count <= 3:
+        return 1, count
+    if count == 4:
+        return 2, 2
+    cols = 3
+    return math.ceil(count / cols), cols
+
+
+# --------------------------------------------------------------------------
+# what is drawn
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Line:
+    """One curve of the figure (``variant`` None: a reference shared by all)."""
+
+    variant: str | None
+    algorithm: str
+    label: str
+    color: Any
+    linestyle: Any
+    marker: str
+    reference: bool
+    dodge: float = 1.0  # x multiplier, so the interval bars of nearby curves do not overlap
+
+
+def _ordered(present: Sequence[str], preferred: Sequence[str] | None) -> list[str]:
+    """Names in ``present``, in the order of ``preferred`` first, then sorted."""
+    seen = list(dict.fromkeys(present))
+    head = [x for x in (preferred or []) if x in seen]
+    return head + sorted(x for x in seen if x not in head)
+
+
+def _same_curves(table: pd.DataFrame, algorithm: str, variants: Sequence[str], stat: str) -> bool:
+    """Whether ``algorithm`` has the same curve under every variant in ``variants``."""
+    sub = table[table["algorithm"] == algorithm]
+    keyed = sub.set_index(["dataset", "epsilon", "variant"])[stat].unstack("variant")
+    base = keyed[variants[0]].to_numpy(dtype=float)
+    return all(
+        np.allclose(keyed[v].to_numpy(dtype=float), base, rtol=1e-9, atol=0.0, equal_nan=True)
+        for v in variants[1:]
+    )
+
+
+def _private_lines(table, var_order, alg_order) -> list[_Line]:
+    """Private curves: colour by algorithm (registry), or by variant when one algorithm."""
+    pairs = [
+        (v, a)
+        for a in alg_order
+        if not is_reference(a)
+        for v in var_order
+        if ((table["algorithm"] == a) & (table["variant"] == v)).any()
+    ]
+    algs = list(dict.fromkeys(a for _, a in pairs))
+    variants = list(dict.fromkeys(v for v, _ in pairs))
+    several = len(var_order) > 1
+    palette = _palette(len(variants))
+    lines = []
+    for i, (v, a) in enumerate(pairs):
+        colour, style, marker = algorithm_style(a)
+        if len(algs) == 1 and len(variants) > 1:  # one algorithm, compared across variants
+            colour, style = palette[variants.index(v)], "-"
+        elif len(variants) > 1:  # several algorithms and variants: style tells the variant
+            style = _VARIANT_STYLES[variants.index(v) % len(_VARIANT_STYLES)]
+        label = algorithm_label(a) + (f" · {v}" if several else "")
+        dodge = 10 ** (0.018 * (i - (len(pairs) - 1) / 2))
+        lines.append(_Line(v, a, label, colour, style, marker, False, dodge))
+    return lines
+
+
+def _reference_lines(table, var_order, alg_order, stat, variant_colours=None) -> list[_Line]:
+    """Reference curves: once when equal under every variant, else once per variant.
+
+    A per-variant reference takes the variant's colour when the private
+    curves are coloured by variant (``variant_colours``) and keeps its own
+    line style; otherwise it keeps its colour and each variant gets a dash
+    pattern of the reference's own family.
+    """
+    lines = []
+    several = len(var_order) > 1
+    for a in alg_order:
+        if not is_reference(a):
+            continue
+        present = [
+            v for v in var_order if ((table["algorithm"] == a) & (table["variant"] == v)).any()
+        ]
+        colour, style, marker = algorithm_style(a)
+        if len(present) == 1 or _same_curves(table, a, present, stat):
+            suffix = " (every variant)" if several and len(present) > 1 else ""
+            if several and len(present) == 1:
+                suffix = f" · {present[0]}"
+            lines.append(_Line(None, a, algorithm_label(a) + suffix, colour, style, marker, True))
+            continue
+        dashes = _VARIANT_DASHES.get(style if isinstance(style, str) else "", _VARIANT_DASHES["-."])
+        for k, v in enumerate(present):
+            if variant_colours and v in variant_colours:
+                tone, dash = variant_colours[v], style
+            else:
+                tone, dash = colour, dashes[k % len(dashes)]
+            lines.append(_Line(v, a, f"{algorithm_label(a)} · {v}", tone, dash, marker, True))
+    return lines
+
+
+def _palette(count: int) -> list[Any]:
+    cmap = colormaps["tab10" if count <= 10 else "tab20"]
+    return [cmap(i % cmap.N) for i in range(max(count, 1))]
