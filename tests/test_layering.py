@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("dpreg.inference",),
     ("dpreg.report",),
     ("dpreg.audit",),
-    ("dpreg", "dpreg.budget", "dpreg.estimator", "dpreg.cli", "dpreg.__main__"),
+    ("dpreg", "dpreg.bounds", "dpreg.budget", "dpreg.estimator", "dpreg.cli", "dpreg.__main__"),
 ]
 
 MAX_LINES = 500

@@ -25,7 +25,6 @@ relative to the working directory.
 from __future__ import annotations
 
 import copy
-import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -35,6 +34,7 @@ from typing import Any
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS, get_algorithm
 from dpreg.algorithms.peers import PEERS, diffprivlib_available
+from dpreg.engine.checks import check_algorithm_params, check_claim_scopes
 
 __all__ = [
     "CHAOTIC_PEERS",
@@ -139,44 +139,9 @@ def _check_experiments(cfg: dict[str, Any]) -> dict[str, dict[str, str]]:
         if not kept:
             raise DPRegError(f"{where}: none of its algorithms is available")
         exp["algorithms"] = kept
-        _check_claim_scopes(cfg, exp_id, exp)
-    known = sorted(registered | set(optional))
-    for name in cfg.get("algorithm_params") or {}:
-        if name not in known:
-            close = difflib.get_close_matches(str(name), known, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise DPRegError(
-                f"config: algorithm_params names unknown algorithm {name!r}{hint}; "
-                f"its parameters would be ignored; known algorithms: {', '.join(known)}"
-            )
+        check_claim_scopes(cfg, exp_id, exp)
+    check_algorithm_params(cfg, sorted(registered | set(optional)))
     return skipped
-
-
-def _check_claim_scopes(cfg: Mapping[str, Any], exp_id: str, exp: Mapping[str, Any]) -> None:
-    """A claim that would judge nothing stops the run: every dataset it names is
-    one its experiment runs, and its epsilon range holds a point of the grid."""
-    exp_datasets = list(cfg["datasets"]) if exp["datasets"] == "all" else list(exp["datasets"])
-    grid = [float(e) for e in cfg["epsilons"]]
-    for i, claim in enumerate(exp.get("claims") or []):
-        if not isinstance(claim, Mapping):
-            continue  # the claims module reports a malformed claim
-        where = f"config: experiments: {exp_id}: claims: {claim.get('id', f'[{i}]')}"
-        named = claim.get("datasets", "all")
-        if named != "all" and isinstance(named, list):
-            for name in named:
-                if name not in exp_datasets:
-                    raise DPRegError(
-                        f"{where} names dataset {name!r}, which experiment {exp_id!r} does not "
-                        f"run; its datasets: {', '.join(exp_datasets)}"
-                    )
-        eps = claim.get("epsilons")
-        if isinstance(eps, list) and len(eps) == 2:
-            low, high = float(eps[0]), float(eps[1])
-            if not any(low <= e <= high for e in grid):
-                raise DPRegError(
-                    f"{where}: epsilons [{low:g}, {high:g}] hold no epsilon of the grid "
-                    f"({', '.join(f'{e:g}' for e in grid)}), so the claim would judge nothing"
-                )
 
 
 def _run_experiments(cfg: Mapping[str, Any]) -> tuple[str, ...]:
