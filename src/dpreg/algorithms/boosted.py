@@ -97,6 +97,8 @@ __all__ = [
     "SHRINKAGE",
     "amazon_code_epsilon",
     "amazon_code_mu",
+    "bas_fit",
+    "bas_releases",
     "bas_sigmas",
     "boost",
     "google_excess",
@@ -169,7 +171,13 @@ def amazon_code_epsilon(epsilon: float, delta: float, T: int) -> float:
     return mech.gdp_epsilon(mu=amazon_code_mu(epsilon, delta, T), delta=delta)
 
 
-def _releases(ctx: ReleaseContext, *, variant: str) -> list[Release]:
+def bas_releases(ctx: ReleaseContext, *, variant: str) -> list[Release]:
+    """The ``T + 2`` releases of one run.
+
+    ``variant``: ``bas``, ``google`` (Dick et al.'s grid ``mu``),
+    ``google-exact`` (their algorithm with the exact ``mu``; used after
+    DPKendall selection by :mod:`dpreg.algorithms.kendall`) or ``amazon-code``.
+    """
     T = _check_T(ctx.param("T"))
     _check_eta(ctx.param("eta"))
     eps, delta = ctx.epsilon, ctx.delta
@@ -184,7 +192,7 @@ def _releases(ctx: ReleaseContext, *, variant: str) -> list[Release]:
         s_h, s_g = bas_sigmas(mu, T, ctx.bound_x, ctx.bound_y)
         # nominal shares of the GDP split (the exact cost is composed from the scales)
         shares = [(eps / 3, delta / 3)] * 2 + [(eps / (3 * T), delta / (3 * T))] * T
-        calibration = "bas-google" if variant == "google" else "gdp"
+        calibration = "bas-google" if variant == "google" else "gdp"  # google-exact: gdp
     specs = [("XtX", bx2, s_h), ("lambda_min", bx2, s_h)]
     specs += [(f"grad_{t + 1}", bxy, s_g) for t in range(T)]
     # the whole run is mu_run-GDP; valid iff that meets the claimed (epsilon, delta)
@@ -252,13 +260,13 @@ def boost(
     return theta, failed, grads
 
 
-def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, variant: str) -> FitResult:
+def bas_fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, variant: str) -> FitResult:
     X, y = opts.rows  # type: ignore[misc]
     d = stats.d
     T = _check_T(opts.params["T"])
     eta = _check_eta(opts.params["eta"])
     R = opts.size
-    google = variant == "google"
+    google = variant.startswith("google")
     kinds = ("full" if google else "symmetric", "scalar", *["vector"] * T)
     # one repeat-major block of normals: [H noise | lambda_min noise | T round noises]
     parts = mech.normal_block_noise(kinds, [r.scale for r in rel], d, rng=opts.rng, size=R)  # type: ignore[arg-type]
@@ -287,10 +295,10 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, variant: str
 
 def _entry_fns(variant: str):
     def releases(ctx: ReleaseContext) -> list[Release]:
-        return _releases(ctx, variant=variant)
+        return bas_releases(ctx, variant=variant)
 
     def fit(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResult:
-        return _fit(stats, rel, opts, variant=variant)
+        return bas_fit(stats, rel, opts, variant=variant)
 
     return releases, fit
 
