@@ -554,10 +554,13 @@ def test_dpk_selects_the_signal_and_fits_on_it(name):
     np.testing.assert_array_equal(again.theta, res.theta)
 
 
-def test_dpk_tukey_too_few_rows_is_a_failed_trial():
-    """m = floor(n~/(k+1)) < 4 models: no model, a failed trial (NaN), never a fallback."""
+def test_dpk_tukey_too_few_rows_is_a_failed_trial_or_refused():
+    """m = floor(n~/(k+1)) < 4 models after the noisy count (n = 40, k = 3: n~ ~ n - 170
+    at eps = 1): a failed trial (NaN), never a fallback; n < 4(k+1) is refused."""
     X, y = rows(40, 3, seed=18)
-    res = get_algorithm("dpk-tukey").fit(
-        stats_of(X, y), epsilon=1.0, delta=DELTA, rng=np.random.default_rng(1), size=2, rows=(X, y)
-    )
+    alg = get_algorithm("dpk-tukey")
+    kw = dict(epsilon=1.0, delta=DELTA, rng=np.random.default_rng(1), size=2)
+    res = alg.fit(stats_of(X, y), rows=(X, y), **kw)
     assert res.failed.all() and np.isnan(res.theta).all()
+    with pytest.raises(DPRegError, match="fewer than 4 models"):
+        alg.fit(stats_of(X[:15], y[:15]), rows=(X[:15], y[:15]), **kw)

@@ -43,7 +43,8 @@ The two entries
     with ``Lap(1/eps2)``, exact depth sampling) on the selected columns with
     ``m = min(floor(n~/(k+1)), floor(n/k))`` models (the cap keeps ``k`` rows
     per batch in the probability-``eta`` event ``n~ > n``; ``m < 4`` or a failed
-    safety test is a failed trial).  TukeyEM's guarantee is replace-one, so the
+    safety test is a failed trial; ``n < 4(k+1)``, where even ``n~ = n`` gives
+    fewer than 4 models, is refused like ``tukey-em`` refuses too many models).  TukeyEM's guarantee is replace-one, so the
     whole entry is replace-one and the selection is calibrated with the
     replace-one sensitivities ``(2, 4)`` instead of the spec's add/remove
     ``(3/2, 3)`` (which would give ``2 eps_fs`` under replace-one by group
@@ -238,6 +239,12 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, reg: str) ->
     n, d = X.shape
     k = _k(d, opts.params["k"])
     R = opts.size
+    if reg == "tukey" and n // (k + 1) < 4:
+        # n is public under replace-one: refuse, as tukey-em does for too many models
+        raise DPRegError(
+            f"dpk-tukey: n={n} rows give fewer than 4 models of k+1={k + 1} rows "
+            f"(need n >= {4 * (k + 1)})"
+        )
     theta = np.full((R, d), np.nan)
     lam = np.full(R, np.nan)
     failed = np.zeros(R, dtype=bool)
