@@ -87,7 +87,7 @@ from functools import lru_cache
 import numpy as np
 
 from dpreg import mechanisms as mech
-from dpreg._validation import DPRegError
+from dpreg._validation import DPRegError, epsilon_too_small
 from dpreg.algorithms.base import Algorithm, FitOptions, FitResult, ReleaseContext, Style
 from dpreg.mechanisms import Release
 from dpreg.stats import SuffStats
@@ -142,6 +142,8 @@ def google_mu(epsilon: float, delta: float) -> float:
     root, never below it.
     """
     mu = epsilon**2 / (2.0 * math.log(1.25 / delta))
+    if not mu > 0:  # eps^2 underflows: the code's loop would never end
+        raise epsilon_too_small(epsilon)
     while True:
         if delta < mech.gdp_delta(epsilon, mu):
             for m in np.linspace(mu / 2.0, mu, 1000):
