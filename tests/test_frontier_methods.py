@@ -169,6 +169,36 @@ def test_gaussmix_releases_are_what_the_fit_uses_in_law():
     np.testing.assert_allclose(res.theta[0], np.linalg.solve(g[:3, :3], g[:3, 3]), rtol=1e-10)
 
 
+@pytest.mark.parametrize("n", [300, 8000])
+def test_gaussmix_fit_is_g4_g5_on_its_own_normals(n):
+    """(G4)-(G5) recomputed from the same standard normals: lam~ = max(0, lambda_min -
+    sigma_l (tau - z)), s^2 = max(0, gamma - lam~), Gram = C^{1/2} G^T G C^{1/2} with
+    C = A^T A + s^2 I.  n = 300: lambda_min < sigma_l tau, so s^2 = gamma; n = 8000
+    (lambda_min = 256, sigma_l tau = 155, gamma = 107): s^2 inside (0, gamma)."""
+    X, y = rows(n, 3, seed=9, noise=1.0)
+    st = stats_of(X, y)
+    alg = get_algorithm("gaussmix")
+    rel = alg.releases_for(st, epsilon=1.0, delta=DELTA)
+    R, k, p = 6, gm.gaussmix_k(3), 4
+    res = alg.fit(st, epsilon=1.0, delta=DELTA, rng=np.random.default_rng(9), size=R, capture=True)
+    z = np.random.default_rng(9).standard_normal((R, 1 + k * p))
+    AtA = np.block([[X.T @ X, (X.T @ y)[:, None]], [(y @ X)[None, :], np.array([[y @ y]])]])
+    w, V = np.linalg.eigh(AtA)
+    sigma_l, gamma, tau = rel[0].scale, rel[1].scale ** 2, gm.gaussmix_tau(DELTA)
+    np.testing.assert_allclose(res.released["lambda_min"], w[0] + sigma_l * z[:, 0], rtol=1e-12)
+    lam_t = np.maximum(0.0, w[0] - sigma_l * (tau - z[:, 0]))
+    s2 = np.maximum(0.0, gamma - lam_t)
+    if n == 300:
+        np.testing.assert_array_equal(s2, gamma)
+    else:
+        assert np.any((s2 > 0) & (s2 < gamma)), (w[0], sigma_l * tau, gamma)
+    for r in range(R):
+        root = V @ np.diag(np.sqrt(np.maximum(w, 0) + s2[r])) @ V.T
+        G = z[r, 1:].reshape(k, p)
+        want = root @ G.T @ G @ root
+        np.testing.assert_allclose(res.released["sketch"][r], want, rtol=1e-9, atol=1e-9)
+
+
 def test_gaussmix_converges_to_ols_and_is_deterministic():
     X, y = rows(20000, 4, seed=2)
     st = stats_of(X, y)
@@ -294,7 +324,7 @@ def test_bas_fit_follows_b4_b5_from_its_releases():
     """theta_T is sum_t eta_t H^{-1} g_t of the released g_t with H from the released
     X^T X and lambda_min (B4); each g_t minus X^T clip(y - X theta_{t-1}) is the noise,
     N(0, sigma_g^2): its sd within 5 standard errors of 1 over R T d draws."""
-    X, y = rows(2000, 3, seed=4)
+    X, y = rows(60, 3, seed=4)  # few rows: lambda_min is small and the ridge rule acts
     alg = get_algorithm("bas")
     params = {"T": 20, "eta": "1/sqrt(t)"}
     R = 50
@@ -306,6 +336,7 @@ def test_bas_fit_follows_b4_b5_from_its_releases():
     lam_lb = np.maximum(0, res.released["lambda_min"] - 1.96 * s_l)
     lam = np.maximum(0, 1.96 * math.sqrt(3) * s_h - lam_lb)
     np.testing.assert_allclose(res.lam, lam, rtol=1e-12)
+    assert np.all(lam > 0) and np.any(lam_lb > 0)  # both maxima of (B4) are exercised
     zs = []
     for r in range(R):
         H = H_hat[r] + lam[r] * np.eye(3)
