@@ -61,7 +61,8 @@ The three entries
     marked invalid, and the ledger's exact epsilon is the true one
     (:func:`amazon_code_epsilon`: 1112 at ``delta = 1e-6``).  Since ``mu``
     grows with ``epsilon``, its noise *shrinks* as ``epsilon`` does (noise-free
-    as ``epsilon -> 0``).  A reproduction: not reported as private.
+    as ``epsilon -> 0``): the true epsilon is 4.8e6 at a claimed 0.01 and, the
+    other way round, 4.8 at a claimed 100.  A reproduction: not reported as private.
 
 Predictions are made by the sweep on the test rows as they are (the code
 clips them to ``B_X``; with rows inside the bounds that is the identity).

@@ -39,7 +39,9 @@ The two entries
     mechanism at ``eps_l = sqrt(2 ln(3.75/delta)) sqrt(k) / gamma``, the last
     term of (G2); ``gamma`` is unchanged.  The classical bound is proven for
     ``eps_l < 1`` only; beyond, the release counts as valid where the exact
-    Gaussian profile of ``sigma_l`` meets ``(eps_l, delta/3)`` (as ``ihm`` does).
+    Gaussian profile of ``sigma_l`` meets ``(eps_l, delta/3)`` (as ``ihm`` does):
+    up to ``epsilon ~ 43`` at ``delta = 1e-6``, ``d <= 23``; beyond, the
+    ledger flags it outside validity (exact epsilon 1.4 % above nominal at 100).
 ``gaussmix-code`` (the released code)
     Two departures from its own accounting: (a) the ``lambda_min`` noise has
     standard deviation ``sqrt(gamma / sqrt(k))`` instead of ``gamma /
