@@ -595,3 +595,28 @@ def test_dpk_tukey_too_few_rows_is_a_failed_trial_or_refused():
     assert res.failed.all() and np.isnan(res.theta).all()
     with pytest.raises(DPRegError, match="fewer than 4 models"):
         alg.fit(stats_of(X[:15], y[:15]), rows=(X[:15], y[:15]), **kw)
+
+
+def test_dpk_tukey_shares_its_kendall_vectors_across_an_epsilon_grid(monkeypatch):
+    """With a shared seed the (K1) perturbation is an epsilon-free step: over a grid
+    of 4 epsilons each repeat computes each Kendall vector at most once (at most
+    1 + d per repeat) instead of once per epsilon, with the same answer."""
+    X, y = rows(3000, 4, seed=19)
+    st = stats_of(X, y)
+    alg = get_algorithm("dpk-tukey")
+    calls = []
+    real = kdl.kendall_kappa
+
+    def counting(U, v):
+        calls.append(1)
+        return real(U, v)
+
+    monkeypatch.setattr(kdl, "kendall_kappa", counting)
+    eps = [1.0, 3.0, 10.0, 30.0]
+    kw = dict(delta=DELTA, size=2, rows=(X, y), shared_seed=np.random.SeedSequence(4))
+    grid = alg.fit_grid(st, epsilons=eps, rngs=[np.random.default_rng(s) for s in range(4)], **kw)
+    assert len(calls) <= 2 * (1 + 4)
+    calls.clear()
+    one = [alg.fit(st, epsilon=e, rng=np.random.default_rng(s), **kw) for s, e in enumerate(eps)]
+    assert len(calls) >= 4 * 2 * 4  # per epsilon: 1 + (k - 1) = 4 vectors per repeat
+    np.testing.assert_array_equal(grid.theta, np.concatenate([o.theta for o in one]))

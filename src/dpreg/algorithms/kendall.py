@@ -50,7 +50,12 @@ The two entries
     ``(3/2, 3)`` (which would give ``2 eps_fs`` under replace-one by group
     privacy).  Not the authors' TukeyEM: their modified PTR and the released
     ``dp_regression`` quirks (Laplace scale ``eps2``) are not reproduced.
-    Bound-free: no sensitivity depends on ``B_X`` or ``B_Y``.
+    Bound-free: no sensitivity depends on ``B_X`` or ``B_Y``.  Its
+    epsilon-free step (:attr:`~dpreg.algorithms.base.Algorithm.epsilon_free_step`):
+    with a shared seed, the (K1) perturbation of repeat ``r`` and the Kendall
+    vectors computed on it are shared by every epsilon of a grid (computed
+    once), and TukeyEM's partition comes from that seed too; the Laplace,
+    Gumbel and TukeyEM draws still come from each epsilon's ``rng``.
 ``dpk-bas``
     Selection (add/remove, ``(3/2, 3)``) then Dick et al.'s BoostedAdaSSP
     (``bas-google``'s algorithm: full noise on ``X^T X``, noisy ``lambda_min``
@@ -79,7 +84,14 @@ import numpy as np
 from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
 from dpreg.algorithms import tukey
-from dpreg.algorithms.base import Algorithm, FitOptions, FitResult, ReleaseContext, Style
+from dpreg.algorithms.base import (
+    Algorithm,
+    FitOptions,
+    FitResult,
+    ReleaseContext,
+    Style,
+    shared_child,
+)
 from dpreg.algorithms.boosted import bas_fit, bas_releases
 from dpreg.mechanisms import Release
 from dpreg.stats import SuffStats
@@ -130,7 +142,13 @@ def selection_sensitivities(neighbouring: str) -> tuple[float, float]:
 
 
 def kendall_select(
-    X: np.ndarray, y: np.ndarray, k: int, *, scales: tuple[float, float], gumbel: np.ndarray
+    X: np.ndarray,
+    y: np.ndarray,
+    k: int,
+    *,
+    scales: tuple[float, float],
+    gumbel: np.ndarray,
+    memo: dict[object, np.ndarray] | None = None,
 ) -> np.ndarray:
     """(K3)-(K4): ``k`` features chosen by Gumbel peeling on Kendall scores.
 
@@ -142,18 +160,29 @@ def kendall_select(
         Gumbel scales of round 1 and of later rounds, ``2 k Delta / eps_fs``.
     gumbel : ndarray, shape (k, d)
         Standard Gumbel variables, one row per round.
+    memo : dict, optional
+        Kendall vectors already computed on these rows (``"y"``: against the
+        labels, ``j``: against column ``j``); filled as they are computed, so
+        the fits of an epsilon grid sharing the rows compute each once.
 
     Returns the ``k`` column indices in the order chosen.
     """
+    memo = {} if memo is None else memo
+
+    def kappa(key: object) -> np.ndarray:
+        if key not in memo:
+            memo[key] = kendall_kappa(X, y if key == "y" else X[:, key])  # type: ignore[index]
+        return memo[key]
+
     d = X.shape[1]
-    label = kendall_kappa(X, y)
+    label = kappa("y")
     corr = np.zeros(d)
     chosen: list[int] = []
     for r in range(k):
         if r == 0:
             score, b = label.copy(), scales[0]
         else:
-            corr += kendall_kappa(X, X[:, chosen[-1]])
+            corr += kappa(chosen[-1])
             score, b = label - corr / r, scales[1]
         score[chosen] = -np.inf
         chosen.append(int(np.argmax(score + b * gumbel[r])))
@@ -221,17 +250,46 @@ def _releases_bas(ctx: ReleaseContext) -> list[Release]:
     return [_selection_release(SHARE_FS * ctx.epsilon, k, "add/remove"), *reg]
 
 
-def _select(
-    X: np.ndarray, y: np.ndarray, k: int, sel: Release, neighbouring: str, g: np.random.Generator
-) -> np.ndarray:
-    """(K1) perturbation and (K3)-(K4) selection of one repeat, drawing from ``g``."""
+def _perturbed(X: np.ndarray, y: np.ndarray, g: np.random.Generator):
+    """(K1): the rows plus ``U(-1e-6, 1e-6)`` in every entry (not privacy noise)."""
     n, d = X.shape
+    tie = g.uniform(-TIE_WIDTH, TIE_WIDTH, size=(n, d + 1))
+    return X + tie[:, :d], y + tie[:, d]
+
+
+def _select(
+    X: np.ndarray,
+    y: np.ndarray,
+    k: int,
+    sel: Release,
+    neighbouring: str,
+    g: np.random.Generator,
+    *,
+    shared: tuple[np.random.SeedSequence, dict[object, object], int] | None = None,
+) -> np.ndarray:
+    """(K1) perturbation and (K3)-(K4) selection of one repeat.
+
+    The Gumbel draws come from ``g``; the perturbation too, unless ``shared``
+    = ``(seed, cache, r)`` is given: then repeat ``r`` perturbs with the
+    seed's child ``r`` and keeps the perturbed rows and their Kendall vectors
+    in ``cache``, shared by every epsilon of a grid (an epsilon-free step).
+    """
+    d = X.shape[1]
     d1, dr = selection_sensitivities(neighbouring)
     b_r = sel.scale if k > 1 else sel.scale * dr / d1  # scale of rounds >= 2
     scales = (b_r * d1 / dr, b_r)
-    tie = g.uniform(-TIE_WIDTH, TIE_WIDTH, size=(n, d + 1))  # not privacy noise
+    if shared is None:
+        Xp, yp = _perturbed(X, y, g)
+        memo: dict[object, np.ndarray] = {}
+    else:
+        seed, cache, r = shared
+        key = ("kendall", r)
+        if key not in cache:
+            tg = np.random.default_rng(shared_child(seed, r))
+            cache[key] = (*_perturbed(X, y, tg), {})
+        Xp, yp, memo = cache[key]  # type: ignore[misc]
     gum = mech.gumbel_noise((k, d), rng=g)
-    return kendall_select(X + tie[:, :d], y + tie[:, d], k, scales=scales, gumbel=gum)
+    return kendall_select(Xp, yp, k, scales=scales, gumbel=gum, memo=memo)
 
 
 def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, reg: str) -> FitResult:
@@ -257,7 +315,8 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, reg: str) ->
             n_tilde = private_n(n, lap, rel[0].epsilon)
             rec["n_private"] = np.array([n + lap])  # the released noisy count
             sel, reg_rel = rel[1], rel[2:]
-            S = _select(X, y, k, sel, "replace-one", g)
+            share = None if opts.shared_seed is None else (opts.shared_seed, opts.cache, r)
+            S = _select(X, y, k, sel, "replace-one", g, shared=share)
         else:
             sel, reg_rel = rel[0], rel[1:]
             S = _select(X, y, k, sel, "add/remove", g)
@@ -279,6 +338,10 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, reg: str) ->
                     rng=g,
                     size=1,
                     params={"m": m},
+                    # TukeyEM's partition: from the shared seed when there is one
+                    shared_seed=None
+                    if opts.shared_seed is None
+                    else shared_child(opts.shared_seed, r),
                     rows=(XS, y),
                     capture=opts.capture,
                 )
@@ -325,6 +388,7 @@ ENTRIES = [
         needs_rows=True,
         hyperparameters={"k": 5},
         neighbouring="replace-one",
+        epsilon_free_step=True,
         bound_free=True,
         style=Style("saddlebrown", "-", ">"),
         reference="Dick, Gillenwater & Joseph (NeurIPS 2023): DPKendall top-k (ε/20, "
