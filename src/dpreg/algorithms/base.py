@@ -145,6 +145,9 @@ class Algorithm:
         Whether the fit has a random step that is not privacy noise and does
         not depend on epsilon (TukeyEM: partition and batch fits), drawn from
         ``opts.shared_seed`` when one is passed (see the module docstring).
+    bound_free : bool
+        Whether the guarantee holds without data bounds (no sensitivity
+        depends on ``B_X``/``B_Y``); ``False``: the bounds are given.
     style : Style
         Colour, line style and marker in every figure.
     reference : str
@@ -166,6 +169,7 @@ class Algorithm:
     neighbouring: str = "add/remove"
     stacks_runs: bool = False
     epsilon_free_step: bool = False
+    bound_free: bool = False
     style: Style = Style("0.3")
     reference: str = ""
 
