@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
 from dpreg.algorithms import gaussmix as gm
 from dpreg.algorithms import get_algorithm
 from dpreg.algorithms import kendall as kdl
-from dpreg.ledger import ledger_entry
-from dpreg.stats import SuffStats
+from dpreg.engine.run_ledger import ledger_entry
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import mechanisms as mech
 
 DELTA = 1e-6
 

@@ -11,7 +11,7 @@ default 100, the code's) and the shrinkage ``eta`` (``"1"``, ``"1/t"`` or
 (B1) rows clipped to ``||x|| <= B_X`` -- here the rows are already inside the
      bounds of the statistics, so clipping is the identity.
 (B2) ``mu`` with ``delta(eps; mu) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)
-     = delta`` (Dong, Roth & Su 2022): :func:`dpreg.mechanisms.gdp_mu`;
+     = delta`` (Dong, Roth & Su 2022): :func:`dpreg.privacy.mechanisms.gdp_mu`;
      ``mu(1, 1e-6) = 0.2367``.
 (B3) ``H``, ``lambda_min`` and the ``T`` rounds get ``mu/sqrt(3)`` each, each round
      ``mu/sqrt(3T)``: ``sigma_H = sigma_l = sqrt(3) B_X^2 / mu``,
@@ -26,7 +26,7 @@ Privacy: ``T + 2`` Gaussian releases, the rounds chosen adaptively; GDP
 composes adaptively (Dong, Roth & Su 2022, Corollary 3.3), so the run is
 ``sqrt(mu^2/3 + mu^2/3 + T mu^2/(3T)) = mu``-GDP, hence exactly
 ``(epsilon, delta)``-DP under add/remove.  The ledger composes the releases
-from their scales (:func:`dpreg.mechanisms.compose`).
+from their scales (:func:`dpreg.privacy.mechanisms.compose`).
 
 The three entries
 -----------------
@@ -87,11 +87,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError, epsilon_too_small
-from dpreg.algorithms.base import Algorithm, FitOptions, FitResult, ReleaseContext, Style
-from dpreg.mechanisms import Release
-from dpreg.stats import SuffStats
+from dpreg.algorithms.base import Algorithm, Style
+from dpreg.algorithms.fits import FitOptions, FitResult, ReleaseContext
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.mechanisms import Release
 
 __all__ = [
     "ENTRIES",

@@ -49,7 +49,7 @@ The two entries
     ``d <= 23``); (b) (G2)'s last term assumes sensitivity 1 where it is
     ``B^2 = 2``.  Its ``lambda_min`` release is recorded with its true
     sensitivity ``B^2`` and the code's scale, and marked invalid: the
-    ledger's exact epsilon (:func:`dpreg.mechanisms.compose`: the sketch's
+    ledger's exact epsilon (:func:`dpreg.privacy.mechanisms.compose`: the sketch's
     stated share plus the exact Gaussian epsilon of ``lambda_min`` at the
     remaining ``delta/3``) is the guarantee the code actually has
     (:func:`code_true_epsilon`; 3.14 at a claimed 1, 0.83 at 0.1 and 15.1 at 10,
@@ -75,20 +75,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
-from dpreg.algorithms.base import (
-    Algorithm,
-    FitOptions,
-    FitResult,
-    PendingSolve,
-    ReleaseContext,
-    Style,
-    finish,
-)
+from dpreg.algorithms.base import Algorithm, Style
+from dpreg.algorithms.fits import FitOptions, FitResult, PendingSolve, ReleaseContext, finish
 from dpreg.algorithms.sketch import SHEFFET_RHO, _lambda_cost, ihm_epsilon, sketch_gram
-from dpreg.mechanisms import Release
-from dpreg.stats import SuffStats
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.mechanisms import Release
 
 __all__ = [
     "ENTRIES",

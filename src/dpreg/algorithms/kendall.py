@@ -81,20 +81,14 @@ from types import MappingProxyType
 
 import numpy as np
 
-from dpreg import mechanisms as mech
 from dpreg._validation import DPRegError
 from dpreg.algorithms import tukey
-from dpreg.algorithms.base import (
-    Algorithm,
-    FitOptions,
-    FitResult,
-    ReleaseContext,
-    Style,
-    shared_child,
-)
+from dpreg.algorithms.base import Algorithm, Style, shared_child
 from dpreg.algorithms.boosted import bas_fit, bas_releases
-from dpreg.mechanisms import Release
-from dpreg.stats import SuffStats
+from dpreg.algorithms.fits import FitOptions, FitResult, ReleaseContext
+from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.mechanisms import Release
 
 __all__ = [
     "ENTRIES",
