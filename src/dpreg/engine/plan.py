@@ -276,13 +276,14 @@ class Plan:
     # -- files ---------------------------------------------------------------
     @property
     def run_suffix(self) -> str:
-        """ "" for a run of every experiment, else "-<ids joined by +>" (set by `run:`)."""
+        """``""`` for a run of every experiment, else ``-<ids joined by +>`` (set by ``run:``)."""
         return f"-{'+'.join(self.experiments)}" if self.config.get("run") else ""
 
     @property
     def trials_dir(self) -> str:
-        """results/trials, or results/trials-<run set> with `run:` (run sets sweep different
-        (variant, algorithm) plans on the same datasets and must not overwrite each other)."""
+        """``results/trials``, or ``results/trials-<run set>`` with ``run:`` (run sets sweep
+        different (variant, algorithm) plans on the same datasets and must not overwrite each
+        other)."""
         return f"results/trials{self.run_suffix}"
 
     @property
