@@ -22,8 +22,8 @@ def algorithms_page() -> str:
         f"The registry holds {len(ALGORITHMS)} entries (generated from "
         "`dpreg.algorithms.ALGORITHMS` at build time).",
         "",
-        "| name | label | private | calibration | neighbours | fits on | reference |",
-        "|---|---|---|---|---|---|---|",
+        "| name | label | private | calibration | neighbours | fits on |",
+        "|---|---|---|---|---|---|",
     ]
     for name, alg in sorted(ALGORITHMS.items()):
         kind = "private" if alg.private else "non-private"
@@ -32,8 +32,10 @@ def algorithms_page() -> str:
         fits = "rows" if alg.needs_rows else "statistics"
         lines.append(
             f"| `{name}` | {_cell(alg.label)} | {kind} | {_cell(alg.calibration)} "
-            f"| {_cell(getattr(alg, 'neighbouring', ''))} | {fits} | {_cell(alg.reference)} |"
+            f"| {_cell(getattr(alg, 'neighbouring', ''))} | {fits} |"
         )
+    lines += ["", "## What each entry is", ""]
+    lines += [f"- `{name}`: {_cell(alg.reference)}" for name, alg in sorted(ALGORITHMS.items())]
     return "\n".join(lines) + "\n"
 
 
