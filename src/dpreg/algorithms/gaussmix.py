@@ -16,9 +16,12 @@ mixing (ours)" block; ``utils_linear_mixing.py``: ``objective_func_full``,
     (Renyi DP of the mixing mechanism, its conversion at ``delta/3`` by
     Canonne, Kamath & Steinke 2020, and the classical Gaussian cost of
     ``lambda_min`` at ``delta/3``).  :func:`gaussmix_gamma`.
+
 (G3) ``tau = sqrt(2 ln(3/delta))``.
-(G4) ``gamma <= tau``: ``s^2 = gamma``; otherwise ``lam~ = max(0, lambda_min(A^T A) -
-     sigma_l (tau - z))`` and ``s^2 = max(0, gamma - lam~)``.
+
+(G4) ``gamma <= tau``: ``s^2 = gamma``; otherwise
+     ``lam~ = max(0, lambda_min(A^T A) - sigma_l (tau - z))`` and ``s^2 = max(0, gamma - lam~)``.
+
 (G5) ``A~ = S A + s N`` (``k x (d+1)``), ``theta = (X~^T X~)^{-1} X~^T y~``.  The
      Gram matrix of ``A~`` is drawn exactly in law from ``A^T A`` by
      :func:`dpreg.algorithms.sketch.sketch_gram` (the sketch fact of that module).

@@ -10,8 +10,9 @@ section 3:
      selection only; the regression runs on the rows as they are.
 (K2) ``kappa(u, v) = (n/2) |tau_b(u, v)|`` (scipy ``kendalltau``, variant b);
      ``tau_a = (2/(n(n-1))) sum_{i<j} sgn(u_i - u_j) sgn(v_i - v_j)``.
-(K3) Round ``r = 1..k``: ``score_j = kappa(X_j, y) - (1/(r-1)) sum_{s<r}
-     kappa(X_j, X_{j_s})``; selected features get ``-inf``.
+(K3) Round ``r = 1..k``:
+     ``score_j = kappa(X_j, y) - (1/(r-1)) sum_{s<r} kappa(X_j, X_{j_s})``;
+     selected features get ``-inf``.
 (K4) ``j_r = argmax_j (score_j + Gumbel(0, 2 k Delta_r / eps_fs))``: the
      exponential mechanism at ``eps_fs / k`` with a non-monotone utility; the
      ``k`` rounds compose to pure ``eps_fs``-DP (:func:`kendall_select`).
