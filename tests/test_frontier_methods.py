@@ -9,6 +9,7 @@ and tolerances of several standard errors, stated where they are used.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -21,6 +22,7 @@ from dpreg.algorithms import get_algorithm
 from dpreg.algorithms import kendall as kdl
 from dpreg.engine.run_ledger import ledger_entry
 from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import drawcheck
 from dpreg.privacy import mechanisms as mech
 
 DELTA = 1e-6
@@ -95,11 +97,19 @@ def test_gaussmix_noise_scales_fixed_and_code():
     assert gamma / math.sqrt(57) == pytest.approx(14.2, abs=0.05)
     assert code[0].scale == pytest.approx(math.sqrt(gamma / math.sqrt(57)), rel=1e-12)
     assert code[0].scale == pytest.approx(3.8, abs=0.05)
+    tail = sps.norm.sf(math.sqrt(2 * math.log(3 / DELTA)))  # P(N(0,1) > tau), (G3)
     for rel in (fixed, code):
         assert rel[0].sensitivity == 2.0  # lambda_min(A^T A) moves by ||a||^2 <= B^2 = 2
         assert rel[1].scale == pytest.approx(math.sqrt(gamma))
         assert rel[0].epsilon + rel[1].epsilon == pytest.approx(1.0)
-        assert rel[0].delta + rel[1].delta == pytest.approx(DELTA)
+        # lambda_min and the RDP conversion at delta/3 each; P(lam~ > lambda_min) is its
+        # own failure release at its exact tail, below the delta/3 the spec sets aside
+        assert [r.name for r in rel] == ["lambda_min", "sketch", "lambda_min_margin"]
+        assert rel[0].delta == rel[1].delta == pytest.approx(DELTA / 3)
+        assert rel[2].mechanism == "failure" and rel[2].epsilon == 0.0
+        assert rel[2].delta == pytest.approx(tail, rel=1e-12)
+        assert rel[2].delta == pytest.approx(2.36e-8, rel=1e-3) and rel[2].delta < DELTA / 3
+        assert sum(r.delta for r in rel) <= DELTA and rel[2].valid
     # the fixed release's mu is exactly what (G2)'s last term assumes: sqrt(k)/gamma
     assert fixed[0].mu == pytest.approx(math.sqrt(57) / gamma)
 
@@ -117,17 +127,19 @@ def test_gaussmix_scales_with_the_row_bound():
 def test_gaussmix_code_is_flagged_with_its_true_epsilon():
     """Departures (a) + (b): the code's lambda_min release is far from its share.
 
-    True epsilon = (eps - eps_l) [sketch, at 2 delta/3] + exact Gaussian epsilon of
-    noise 3.77 on sensitivity 2 at delta/3: 3.14 at a claimed 1.
+    True epsilon = (eps - eps_l) [sketch, at delta/3] + exact Gaussian epsilon of
+    noise 3.77 on sensitivity 2 at the delta left after the sketch's delta/3 and the
+    margin's Phi(-tau): 3.07 at a claimed 1.
     """
     gamma = gm.gaussmix_gamma(1.0, DELTA, 57, 2.0)
     eps_l = math.sqrt(2 * math.log(3.75 / DELTA)) * math.sqrt(57) / gamma
     sigma = math.sqrt(gamma / math.sqrt(57))
-    derived = (1.0 - eps_l) + mech.gdp_epsilon(mu=2.0 / sigma, delta=DELTA / 3)
+    left = DELTA - DELTA / 3 - sps.norm.sf(math.sqrt(2 * math.log(3 / DELTA)))
+    derived = (1.0 - eps_l) + mech.gdp_epsilon(mu=2.0 / sigma, delta=left)
     assert gm.code_true_epsilon(1.0, DELTA, 10) == pytest.approx(derived, rel=1e-9)
-    assert derived == pytest.approx(3.14, abs=0.01)
-    assert gm.code_true_epsilon(0.1, DELTA, 10) == pytest.approx(0.827, abs=0.001)
-    assert gm.code_true_epsilon(10.0, DELTA, 10) == pytest.approx(15.08, abs=0.01)
+    assert derived == pytest.approx(3.068, abs=0.001)
+    assert gm.code_true_epsilon(0.1, DELTA, 10) == pytest.approx(0.802, abs=0.001)
+    assert gm.code_true_epsilon(10.0, DELTA, 10) == pytest.approx(14.88, abs=0.01)
     code = ledger_entry("gaussmix-code", epsilon=1.0, delta=DELTA, d=10)
     assert code["reproduction"] and not code["total"]["all_valid"]
     assert code["total"]["exact_epsilon"] == pytest.approx(derived, rel=1e-9)
@@ -138,6 +150,38 @@ def test_gaussmix_code_is_flagged_with_its_true_epsilon():
         assert not alg.outside_validity(epsilon=eps, delta=DELTA, d=10)
         tot = ledger_entry("gaussmix", epsilon=eps, delta=DELTA, d=10)["total"]
         assert tot["exact_epsilon"] <= eps * (1 + 1e-9) and tot["all_valid"]
+
+
+def test_gaussmix_margin_is_a_failure_release_the_draw_check_holds_to():
+    """(G4) subtracts tau = sqrt(2 ln(3/delta)) noise scales: the fit records that margin
+    under the failure release, whose delta must be its tail Phi(-tau) exactly; a ledger
+    folding the spec's delta/3 there instead, or not declaring it, is caught.  With
+    gamma <= tau (eps = 1e3) (G4) never uses lam~: no margin, a (0, 0) release."""
+    X, y = rows(300, 3, seed=1)
+    st = stats_of(X, y)
+    alg = get_algorithm("gaussmix")
+    for name in ("gaussmix", "gaussmix-code"):
+        with drawcheck.recording() as log:
+            get_algorithm(name).fit(st, epsilon=1.0, delta=DELTA, rng=np.random.default_rng(2))
+        rel = get_algorithm(name).releases_for(st, epsilon=1.0, delta=DELTA)
+        margins = [d for d in log if d.mechanism.startswith("margin")]
+        assert [(d.release, d.mechanism) for d in margins] == [
+            ("lambda_min_margin", "margin-gaussian")
+        ]
+        assert margins[0].scale == pytest.approx(gm.gaussmix_tau(DELTA), rel=1e-12)
+        assert drawcheck.compare_draws(rel, log) == []
+        folded = [
+            dataclasses.replace(r, delta=DELTA / 3) if r.mechanism == "failure" else r for r in rel
+        ]
+        assert any("ledger counts" in p for p in drawcheck.compare_draws(folded, log))
+        missing = [r for r in rel if r.mechanism != "failure"]
+        assert any("undeclared" in p for p in drawcheck.compare_draws(missing, log))
+    big = alg.releases_for(st, epsilon=1e3, delta=DELTA)
+    assert big[1].scale ** 2 <= gm.gaussmix_tau(DELTA) and big[2].delta == 0.0
+    with drawcheck.recording() as log:
+        alg.fit(st, epsilon=1e3, delta=DELTA, rng=np.random.default_rng(2))
+    assert not any(d.mechanism.startswith("margin") for d in log)
+    assert drawcheck.compare_draws(big, log) == []
 
 
 def test_gaussmix_releases_are_what_the_fit_uses_in_law():
@@ -521,26 +565,51 @@ def test_private_n_closed_form():
 
 @pytest.mark.parametrize("name", ["dpk-tukey", "dpk-bas"])
 @pytest.mark.parametrize("eps", [0.1, 1.0, 10.0])
-def test_dpk_budget_split_composes_to_the_nominal_budget(name, eps):
+def test_dpk_budget_split_and_what_it_composes_to(name, eps):
+    """The nominal split sums to (eps, delta); the ledger charges what each release costs.
+
+    dpk-bas: exactly the nominal budget (its Gaussian releases compose to mu(0.95 eps)).
+    dpk-tukey: TukeyEM on the selected columns is tukey-em at eps_reg = 0.9 eps, whose
+    depth step is charged the generic exponential-mechanism bound 2 (eps_reg/2), and whose
+    safety test passes an unsafe dataset with probability P(Lap(2/eps_reg) >
+    ln(1/(2 delta)) / (eps_reg/2)) = delta: in closed form 0.05 eps (selection) +
+    0.05 eps (n~) + eps_reg/2 (test) + eps_reg (depth) = 1.45 eps, at delta + delta.
+    """
     alg = get_algorithm(name)
     rel = alg.releases(epsilon=eps, delta=DELTA, d=8)
     by = {r.name: r for r in rel}
     sel = by["kendall_selection"]
     assert sel.epsilon == pytest.approx(0.05 * eps) and sel.delta == 0
     k = 5  # min(5, d)
+    tot = ledger_entry(name, epsilon=eps, delta=DELTA, d=8)["total"]
+    assert tot["basic_epsilon"] == pytest.approx(eps, rel=1e-12)  # the nominal split
     if name == "dpk-tukey":
         assert by["n_private"].epsilon == pytest.approx(0.05 * eps)
         assert by["n_private"].scale == pytest.approx(1 / (0.05 * eps))
-        assert by["ptr_distance"].epsilon + by["tukey_depth_em"].epsilon == pytest.approx(0.9 * eps)
+        eps_reg = 0.9 * eps
+        assert by["ptr_distance"].epsilon + by["tukey_depth_em"].epsilon == pytest.approx(eps_reg)
         assert sel.scale == pytest.approx(2 * k * 4.0 / (0.05 * eps))  # replace-one Delta_r
         assert alg.neighbouring == "replace-one" and alg.bound_free
+        # TukeyEM's releases as tukey-em has them at eps_reg: charged, not rescaled
+        assert by["tukey_depth_em"].scale == pytest.approx(2 / eps_reg)  # Gumbel 1/eps2
+        assert by["tukey_depth_em"].true_epsilon == pytest.approx(eps_reg)
+        charged = 0.05 * eps + 0.05 * eps + eps_reg / 2 + 2 * (eps_reg / 2)
+        assert charged == pytest.approx(1.45 * eps)
+        assert tot["exact_epsilon"] == pytest.approx(charged, rel=1e-9)
+        false_pass = 0.5 * math.exp(-math.log(1 / (2 * DELTA)) / (eps_reg / 2) / (2 / eps_reg))
+        assert false_pass == pytest.approx(DELTA, rel=1e-9)
+        assert by["ptr_false_pass"].delta == pytest.approx(false_pass, rel=1e-9)
+        assert tot["exact_delta"] == pytest.approx(DELTA + false_pass, rel=1e-9)
+        # the same charge as tukey-em's own ledger at eps_reg, plus the two shares
+        own = ledger_entry("tukey-em", epsilon=eps_reg, delta=DELTA, d=5)["total"]
+        assert tot["exact_epsilon"] == pytest.approx(0.1 * eps + own["exact_epsilon"], rel=1e-9)
+        assert not tot["all_valid"] and alg.outside_validity(epsilon=eps, delta=DELTA, d=8)
     else:
         mu = math.sqrt(sum(r.mu**2 for r in rel if r.mechanism == "gaussian"))
         assert mu == pytest.approx(mech.gdp_mu(epsilon=0.95 * eps, delta=DELTA), rel=1e-12)
         assert sel.scale == pytest.approx(2 * k * 3.0 / (0.05 * eps))  # add/remove Delta_r
         assert alg.neighbouring == "add/remove" and not alg.bound_free
-    tot = ledger_entry(name, epsilon=eps, delta=DELTA, d=8)["total"]
-    assert tot["all_valid"] and tot["exact_epsilon"] == pytest.approx(eps, rel=1e-9)
+        assert tot["all_valid"] and tot["exact_epsilon"] == pytest.approx(eps, rel=1e-9)
     # d = 2 < 5: k = 2 features, the Gumbel scale follows
     small = {r.name: r for r in alg.releases(epsilon=eps, delta=DELTA, d=2)}
     assert small["kendall_selection"].scale == pytest.approx(sel.scale * 2 / 5)
@@ -620,3 +689,48 @@ def test_dpk_tukey_shares_its_kendall_vectors_across_an_epsilon_grid(monkeypatch
     one = [alg.fit(st, epsilon=e, rng=np.random.default_rng(s), **kw) for s, e in enumerate(eps)]
     assert len(calls) >= 4 * 2 * 4  # per epsilon: 1 + (k - 1) = 4 vectors per repeat
     np.testing.assert_array_equal(grid.theta, np.concatenate([o.theta for o in one]))
+
+
+def test_selection_draws_are_recorded_round_by_round():
+    """Each round's Gumbel draw is recorded with the scale it applies and its sensitivity:
+    scales (2k Delta_1, 2k Delta_r)/eps_fs match the release's ratio 2k/eps_fs; a selection
+    that used round 1's (smaller) scale in every round is caught."""
+    X, y = rows(200, 4, seed=20)
+    k, eps_fs = 3, 0.5
+    d1, dr = kdl.selection_sensitivities("add/remove")
+    rel = [kdl._selection_release(eps_fs, k, "add/remove")]
+    assert rel[0].scale / rel[0].sensitivity == pytest.approx(2 * k / eps_fs)
+    gum = np.random.default_rng(21).gumbel(size=(k, 4))
+    good = (2 * k * d1 / eps_fs, 2 * k * dr / eps_fs)
+    bad = (good[0], good[0])  # round 1's scale in every round: too little noise
+    for scales, ok in ((good, True), (bad, False)):
+        with drawcheck.recording() as log:
+            kdl.kendall_select(
+                X, y, k, scales=scales, gumbel=gum, release=rel[0].name, sensitivities=(d1, dr)
+            )
+        assert [d.mechanism for d in log] == ["gumbel"] * k
+        problems = drawcheck.compare_draws(rel, log)
+        assert (problems == []) == ok, problems
+    with pytest.raises(DPRegError, match="needs its sensitivities"):
+        kdl.kendall_select(X, y, k, scales=good, gumbel=gum, release="kendall_selection")
+
+
+def test_bound_free_is_exactly_the_entries_whose_releases_ignore_the_bounds():
+    """bound_free: no release depends on B_X or B_Y.  For every private registry entry the
+    label agrees with its releases at (B_X, B_Y) = (1, 1) and (3, 5) being identical, and
+    the bound-free ones are the TukeyEM family and dpk-tukey (depths and Kendall scores)."""
+    from dpreg.algorithms import ALGORITHMS
+
+    def fields(rel):
+        return [tuple(("nan" if v != v else v) for v in r.as_dict().values()) for r in rel]
+
+    free = set()
+    for name, alg in ALGORITHMS.items():
+        if not alg.private:
+            continue
+        kw = {"epsilon": 1.0, "delta": DELTA, "d": 3, "n": 1000}
+        same = fields(alg.releases(**kw)) == fields(alg.releases(**kw, bound_x=3.0, bound_y=5.0))
+        assert same == alg.bound_free, name
+        if alg.bound_free:
+            free.add(name)
+    assert free == {"tukey-em", "tukey-em-n1d", "tukey-em-n4d", "tukey-code", "dpk-tukey"}

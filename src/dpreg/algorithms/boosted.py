@@ -91,6 +91,7 @@ from dpreg._validation import DPRegError, epsilon_too_small
 from dpreg.algorithms.base import Algorithm, Style
 from dpreg.algorithms.fits import FitOptions, FitResult, ReleaseContext
 from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import drawcheck
 from dpreg.privacy import mechanisms as mech
 from dpreg.privacy.mechanisms import Release
 
@@ -223,6 +224,7 @@ def boost(
     noise: np.ndarray,
     *,
     clip: float,
+    row_norm: float,
     eta: str,
     pinv: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -236,6 +238,10 @@ def boost(
         The scaled noise of each round's ``X^T r``.
     clip : float
         ``B_Y``: residuals are clipped to ``[-B_Y, B_Y]``.
+    row_norm : float
+        ``B_X``, the bound on ``||x_i||``: round ``t``'s clip implies the
+        sensitivity ``B_X B_Y`` of its release ``grad_t`` (recorded for
+        :mod:`dpreg.privacy.drawcheck`).
 
     Returns ``(theta, failed, grads)`` with ``grads`` the released ``g_t`` (R, T, d).
     """
@@ -254,7 +260,9 @@ def boost(
     grads = np.empty((R, T, d))
     step = SHRINKAGE[eta]
     for t in range(T):
-        resid = np.clip(y[:, None] - X @ theta.T, -clip, clip)  # (n, R)
+        resid = drawcheck.clip(  # (n, R)
+            y[:, None] - X @ theta.T, clip, release=f"grad_{t + 1}", row_norm=row_norm
+        )
         g = (X.T @ resid).T + noise[:, t]
         grads[:, t] = g
         with np.errstate(invalid="ignore", over="ignore"):
@@ -273,7 +281,14 @@ def bas_fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, variant: 
     google = variant.startswith("google")
     kinds = ("full" if google else "symmetric", "scalar", *["vector"] * T)
     # one repeat-major block of normals: [H noise | lambda_min noise | T round noises]
-    parts = mech.normal_block_noise(kinds, [r.scale for r in rel], d, rng=opts.rng, size=R)  # type: ignore[arg-type]
+    parts = mech.normal_block_noise(
+        kinds,
+        [r.scale for r in rel],
+        d,
+        rng=opts.rng,  # type: ignore[arg-type]
+        size=R,
+        releases=[r.name for r in rel],
+    )
     E, z_l = parts[0], parts[1]
     xi = np.stack(parts[2:], axis=1)  # (R, T, d)
     H_hat = stats.xtx + E  # the released X^T X
@@ -289,7 +304,9 @@ def bas_fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, variant: 
         lam = np.maximum(0.0, Z975 * math.sqrt(d) * sigma_h - lam_lb)
     H = H_hat.copy()
     H[:, idx, idx] += lam[:, None]
-    theta, failed, grads = boost(X, y, H, xi, clip=stats.bound_y, eta=eta, pinv=google)
+    theta, failed, grads = boost(
+        X, y, H, xi, clip=stats.bound_y, eta=eta, pinv=google, row_norm=stats.bound_x
+    )
     released = None
     if opts.capture:
         released = {"XtX": H_hat, "lambda_min": lam_noisy}

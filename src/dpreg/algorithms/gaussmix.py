@@ -16,9 +16,12 @@ mixing (ours)" block; ``utils_linear_mixing.py``: ``objective_func_full``,
     (Renyi DP of the mixing mechanism, its conversion at ``delta/3`` by
     Canonne, Kamath & Steinke 2020, and the classical Gaussian cost of
     ``lambda_min`` at ``delta/3``).  :func:`gaussmix_gamma`.
+
 (G3) ``tau = sqrt(2 ln(3/delta))``.
-(G4) ``gamma <= tau``: ``s^2 = gamma``; otherwise ``lam~ = max(0, lambda_min(A^T A) -
-     sigma_l (tau - z))`` and ``s^2 = max(0, gamma - lam~)``.
+
+(G4) ``gamma <= tau``: ``s^2 = gamma``; otherwise
+     ``lam~ = max(0, lambda_min(A^T A) - sigma_l (tau - z))`` and ``s^2 = max(0, gamma - lam~)``.
+
 (G5) ``A~ = S A + s N`` (``k x (d+1)``), ``theta = (X~^T X~)^{-1} X~^T y~``.  The
      Gram matrix of ``A~`` is drawn exactly in law from ``A^T A`` by
      :func:`dpreg.algorithms.sketch.sketch_gram` (the sketch fact of that module).
@@ -27,9 +30,19 @@ Privacy (add/remove): the RDP of ``A~`` given ``lambda_min(A^T A) + s^2 >=
 gamma`` converted at ``delta/3``, the ``lambda_min`` release at
 ``(eps_l, delta/3)`` and ``P(lam~ > lambda_min) <= delta/3`` -- the three
 epsilon terms of (G2).  The ledger lists the ``lambda_min`` release as a
-Gaussian release (so its exact cost is computed from its scale) and the
+Gaussian release (so its exact cost is computed from its scale), the
 sketch as a stated ``renyi-mixing`` release carrying ``epsilon - eps_l`` at
-``2 delta / 3``.
+``delta/3`` (the RDP conversion), and the third term as a ``failure``
+release ``lambda_min_margin`` (:func:`dpreg.privacy.mechanisms.failure_release`,
+as AdaOPS does).  It is a safety margin, not part of the conversion: (G4)
+subtracts ``tau`` noise scales from the released ``lambda_min``, so ``lam~ >
+lambda_min(A^T A)`` (``lambda_min >= 0``) exactly when the noise exceeds ``tau``
+scales, with probability ``Phi(-tau)`` (:func:`margin_failure_probability`);
+the spec adds it as its own ``delta/3`` term beside the other two, so the
+ledger counts it on its own, at its exact value ``Phi(-tau)`` (2.4e-8 at
+``delta = 1e-6``, below the ``delta/3`` the spec sets aside).  Where ``gamma
+<= tau`` (G4) takes ``s^2 = gamma`` without ``lam~`` and nothing can fail:
+the failure release is then ``(0, 0)``.
 
 The two entries
 ---------------
@@ -51,10 +64,10 @@ The two entries
     sensitivity ``B^2`` and the code's scale, and marked invalid: the
     ledger's exact epsilon (:func:`dpreg.privacy.mechanisms.compose`: the sketch's
     stated share plus the exact Gaussian epsilon of ``lambda_min`` at the
-    remaining ``delta/3``) is the guarantee the code actually has
-    (:func:`code_true_epsilon`; 3.14 at a claimed 1, 0.83 at 0.1 and 15.1 at 10,
-    ``delta = 1e-6``, ``d <= 23``).  A reproduction:
-    not reported as private.
+    delta the sketch and the margin leave, ``2 delta/3 - Phi(-tau)``) is the
+    guarantee the code actually has (:func:`code_true_epsilon`; 3.07 at a
+    claimed 1, 0.80 at 0.1 and 14.9 at 10, ``delta = 1e-6``, ``d <= 23``).
+    A reproduction: not reported as private.
 
 No ridge term: ``xtx_offset`` is not used (the authors fit plain OLS on the sketch).
 
@@ -80,6 +93,7 @@ from dpreg.algorithms.base import Algorithm, Style
 from dpreg.algorithms.fits import FitOptions, FitResult, PendingSolve, ReleaseContext, finish
 from dpreg.algorithms.sketch import SHEFFET_RHO, _lambda_cost, ihm_epsilon, sketch_gram
 from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy import drawcheck
 from dpreg.privacy import mechanisms as mech
 from dpreg.privacy.mechanisms import Release
 
@@ -92,6 +106,7 @@ __all__ = [
     "gaussmix_k",
     "gaussmix_tau",
     "lambda_cost",
+    "margin_failure_probability",
 ]
 
 
@@ -103,6 +118,19 @@ def gaussmix_k(d: int) -> int:
 def gaussmix_tau(delta: float) -> float:
     """(G3) ``tau = sqrt(2 ln(3/delta))``: ``P(N(0,1) > tau) <= delta/3``."""
     return math.sqrt(2.0 * math.log(3.0 / delta))
+
+
+def margin_failure_probability(gamma: float, delta: float) -> float:
+    """``P(lam~ > lambda_min(A^T A))`` of (G4): ``Phi(-tau)``, or 0 where ``gamma <= tau``.
+
+    ``lam~ = max(0, lambda_min - sigma_l (tau - z))`` exceeds ``lambda_min >= 0``
+    exactly when ``z > tau`` (Gaussian upper tail ``P(N(0, 1) > tau) = Phi(-tau)
+    <= delta/3``, (G3)); with ``gamma <= tau`` (G4) does not use ``lam~``.
+    """
+    from scipy.special import ndtr  # on first use: importing the registry skips scipy
+
+    tau = gaussmix_tau(delta)
+    return 0.0 if gamma <= tau else float(ndtr(-tau))
 
 
 def lambda_cost(gamma: float, k: int, delta: float) -> float:
@@ -187,21 +215,30 @@ def _releases(ctx: ReleaseContext, *, code: bool) -> list[Release]:
         "sketch",
         mechanism="renyi-mixing",
         epsilon=ctx.epsilon - eps_l,
-        delta=2.0 * dp,  # RDP->DP at delta/3, plus P(lam~ > lambda_min) <= delta/3
+        delta=dp,  # RDP->DP at delta/3
         calibration="renyi-mixing",
         sensitivity=b2,
         scale=math.sqrt(gamma),  # the largest noise level s
     )
-    return [lam, sketch]
+    # P(lam~ > lambda_min): the spec's own delta/3 term, counted at its exact value
+    p_fail = margin_failure_probability(gamma, ctx.delta)
+    fail = mech.failure_release(
+        "lambda_min_margin",
+        probability=p_fail,
+        calibration="gaussian-tail",
+        valid=p_fail <= dp,
+    )
+    return [lam, sketch, fail]
 
 
 def code_true_epsilon(epsilon: float, delta: float, d: int, b2: float = 2.0) -> float:
     """The exact epsilon at ``delta`` of ``gaussmix-code`` claiming ``(epsilon, delta)``.
 
-    The sketch's stated share ``epsilon - eps_l`` at ``2 delta/3`` plus the
+    The sketch's stated share ``epsilon - eps_l`` at ``delta/3`` plus the
     exact Gaussian epsilon (Balle & Wang 2018; Dong, Roth & Su 2019) of the
     code's ``lambda_min`` release, sensitivity ``B^2``, noise
-    ``sqrt(gamma/sqrt(k))``, at the remaining ``delta/3``.
+    ``sqrt(gamma/sqrt(k))``, at the delta that is left, ``2 delta/3`` minus
+    the margin's failure probability (:func:`margin_failure_probability`).
     """
     ctx = ReleaseContext(epsilon, delta, d, math.sqrt(b2 / 2.0), math.sqrt(b2 / 2.0))
     rel = _releases(ctx, code=True)
@@ -230,11 +267,17 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResult | 
     R = opts.size
     # one repeat-major block of normals per repeat: [z | G (k x p)]
     z = mech.standard_normals((R, 1 + k * p), rng=opts.rng)  # type: ignore[arg-type]
-    lam_noisy = float(eig[0][0]) + sigma_l * z[:, 0]  # the released lambda_min
+    # the released lambda_min
+    lam_noisy = float(eig[0][0]) + drawcheck.scaled(z[:, 0], sigma_l, release="lambda_min")
     if gamma <= tau:
         s2 = np.full(R, gamma)
     else:
-        s2 = np.maximum(0.0, gamma - np.maximum(0.0, lam_noisy - sigma_l * tau))
+        shift = sigma_l * tau
+        # lam~ > lambda_min when the noise exceeds the shift: the failure release
+        drawcheck.margin("lambda_min_margin", shift / sigma_l)  # in noise sds
+        s2 = np.maximum(0.0, gamma - np.maximum(0.0, lam_noisy - shift))
+    # the sketch's noise level s per repeat; the release declares the largest, sqrt(gamma)
+    drawcheck.record("sketch", "gaussian", np.sqrt(s2), (R, k, p), bound=True)
     gram = sketch_gram(eig, s2, z[:, 1:].reshape(R, k, p))
     released = {"lambda_min": lam_noisy, "sketch": gram}
     return finish(gram[:, :d, :d], gram[:, :d, d], np.full(R, np.nan), opts, released)
