@@ -6,21 +6,21 @@ Tang, Aydore, Kearns, Rho, Roth, Wang, Wang & Wu (SaTML 2024, arXiv
 (google-research ``private_kendall/boosted_adassp.py``).  Formulas (B1)-(B5)
 of ``SPEC-frontier-methods.md`` section 2; hyperparameters ``T`` (rounds,
 default 100, the code's) and the shrinkage ``eta`` (``"1"``, ``"1/t"`` or
-``"1/sqrt(t)"``; default ``"1"``):
+``"1/sqrt(t)"``; default ``"1"``)::
 
-(B1) rows clipped to ``||x|| <= B_X`` -- here the rows are already inside the
-     bounds of the statistics, so clipping is the identity.
-(B2) ``mu`` with ``delta(eps; mu) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)
-     = delta`` (Dong, Roth & Su 2022): :func:`dpreg.privacy.mechanisms.gdp_mu`;
-     ``mu(1, 1e-6) = 0.2367``.
-(B3) ``H``, ``lambda_min`` and the ``T`` rounds get ``mu/sqrt(3)`` each, each round
-     ``mu/sqrt(3T)``: ``sigma_H = sigma_l = sqrt(3) B_X^2 / mu``,
-     ``sigma_g = sqrt(3T) B_X B_Y / mu``.
-(B4) ``H^ = X^T X + sigma_H Z`` (symmetric ``Z``); ``lam~ = lambda_min(X^T X) +
-     sigma_l z``, ``lam_lb = max(0, lam~ - 1.96 sigma_l)``, ``lam = max(0,
-     1.96 sqrt(d) sigma_H - lam_lb)``, ``H = H^ + lam I``.
-(B5) ``theta_0 = 0``; ``r = clip(y - X theta_{t-1}, -B_Y, B_Y)``, ``g_t = X^T r +
-     sigma_g xi_t``, ``theta_t = theta_{t-1} + eta_t H^{-1} g_t``; output ``theta_T``.
+    (B1) rows clipped to ||x|| <= B_X -- here the rows are already inside the
+         bounds of the statistics, so clipping is the identity.
+    (B2) mu with delta(eps; mu) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)
+         = delta (Dong, Roth & Su 2022): dpreg.privacy.mechanisms.gdp_mu;
+         mu(1, 1e-6) = 0.2367.
+    (B3) H, lambda_min and the T rounds get mu/sqrt(3) each, each round
+         mu/sqrt(3T): sigma_H = sigma_l = sqrt(3) B_X^2 / mu,
+         sigma_g = sqrt(3T) B_X B_Y / mu.
+    (B4) H^ = X^T X + sigma_H Z (symmetric Z); lam~ = lambda_min(X^T X) +
+         sigma_l z, lam_lb = max(0, lam~ - 1.96 sigma_l), lam = max(0,
+         1.96 sqrt(d) sigma_H - lam_lb), H = H^ + lam I.
+    (B5) theta_0 = 0; r = clip(y - X theta_{t-1}, -B_Y, B_Y), g_t = X^T r +
+         sigma_g xi_t, theta_t = theta_{t-1} + eta_t H^{-1} g_t; output theta_T.
 
 Privacy: ``T + 2`` Gaussian releases, the rounds chosen adaptively; GDP
 composes adaptively (Dong, Roth & Su 2022, Corollary 3.3), so the run is
@@ -239,11 +239,14 @@ def boost(
     clip : float
         ``B_Y``: residuals are clipped to ``[-B_Y, B_Y]``.
     row_norm : float
-        ``B_X``, the bound on ``||x_i||``: round ``t``'s clip implies the
+        B_X, the bound on every row norm: round t's clip implies the
         sensitivity ``B_X B_Y`` of its release ``grad_t`` (recorded for
         :mod:`dpreg.privacy.drawcheck`).
 
-    Returns ``(theta, failed, grads)`` with ``grads`` the released ``g_t`` (R, T, d).
+    Returns
+    -------
+    theta, failed, grads
+        The fits, which repeats failed, and the released ``g_t`` of shape (R, T, d).
     """
     R, T, d = noise.shape
     failed = np.zeros(R, dtype=bool)
