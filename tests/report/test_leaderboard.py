@@ -16,13 +16,15 @@ from dpreg.algorithms import ALGORITHMS
 from dpreg.report.cdplot import plot_cd
 from dpreg.report.leaderboard import (
     LEADERBOARD_COLUMNS,
-    average_ranks,
-    critical_difference,
     default_reference,
-    friedman,
     labels,
     leaderboard,
     leaderboard_main,
+)
+from dpreg.report.ranking import (
+    average_ranks,
+    critical_difference,
+    friedman,
     nemenyi_cliques,
     sign_test,
     wins_ties_losses,

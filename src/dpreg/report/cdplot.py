@@ -24,7 +24,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from dpreg._validation import DPRegError
-from dpreg.report.leaderboard import nemenyi_cliques
+from dpreg.report.ranking import nemenyi_cliques
 
 __all__ = ["plot_cd", "save_cd_figure"]
 
