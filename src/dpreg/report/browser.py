@@ -13,7 +13,7 @@
 - ``data.js`` -- the tables, as ``window.DPREG_DATA`` (a script, since a page
   opened from ``file://`` may not fetch JSON);
 - ``plotly.min.js`` -- plotly.js, copied once from the ``plotly`` package
-  (``pip install dpreg[browser]``).
+  (a dependency of dpreg).
 
 Labels, colours, line styles and markers of the algorithms come from the
 registry (:func:`dpreg.report.lines.algorithm_style`), as in every figure.
@@ -111,7 +111,7 @@ def plotly_js() -> Path:
     except ImportError:
         raise DPRegError(
             "the results browser needs plotly.js from the plotly package: "
-            "pip install 'dpreg[browser]' (or pip install plotly)"
+            "pip install -c requirements/lock.txt plotly"
         ) from None
     path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
     if not path.is_file():
