@@ -1,6 +1,7 @@
 """Snakemake adapter: summary tables, claims and leaderboard -> the results browser."""
 
 import logging
+from pathlib import Path
 
 smk = snakemake  # noqa: F821 (injected by Snakemake's script directive)
 
@@ -9,8 +10,6 @@ from dpreg.joblog import log_to_file  # noqa: E402 (light: only logging)
 log_file = log_to_file(smk.log[0])
 
 from dpreg.report.browser import build_browser  # noqa: E402
-
-from pathlib import Path  # noqa: E402
 
 page = build_browser(
     Path(smk.output.page).parent,
