@@ -274,7 +274,11 @@ def _pairs(values: Sequence[str], flag: str) -> list[tuple[str, str]]:
 
 
 def browser_main(argv: Sequence[str] | None = None) -> int:
-    """``dpreg browser TABLE... --out DIR [--claims CSV] [--leaderboard CSV] [--link TEXT=HREF]``."""
+    """The ``dpreg browser`` command: summary tables (and claims, leaderboard) -> the site.
+
+    ``argv`` as on the command line (``--help`` lists the options); returns
+    the exit code, 0 on success (an error exits with 2 and one message).
+    """
     parser = argparse.ArgumentParser(
         prog="dpreg browser",
         description="Write the static results browser (index.html, data.js, plotly.min.js).",

@@ -283,7 +283,11 @@ def to_markdown(board: pd.DataFrame, figure: str | None = None) -> str:
 
 
 def leaderboard_main(argv: Sequence[str] | None = None) -> int:
-    """``dpreg leaderboard TABLE --out-csv ... --out-md ... [--figure PNG]``."""
+    """The ``dpreg leaderboard`` command: the suite table -> CSV, Markdown and CD diagram.
+
+    ``argv`` as on the command line (``--help`` lists the options); returns
+    the exit code, 0 on success (an error exits with 2 and one message).
+    """
     parser = argparse.ArgumentParser(
         prog="dpreg leaderboard",
         description="Average ranks, Friedman/Nemenyi tests and sign tests over Wang's suite.",
