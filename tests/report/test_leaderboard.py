@@ -252,7 +252,7 @@ def test_main_writes_csv_markdown_and_a_cd_figure(tmp_path):
     suite_table(KNOWN).to_csv(src, index=False)
     out_csv, out_md, fig = tmp_path / "lb.csv", tmp_path / "lb.md", tmp_path / "fig" / "cd.png"
     argv = [str(src), "--out-csv", str(out_csv), "--out-md", str(out_md), "--figure", str(fig)]
-    assert leaderboard_main(argv) == 0
+    assert leaderboard_main([*argv, "--figure-epsilons"]) == 0  # every epsilon: 2 panels
     board = pd.read_csv(out_csv)
     assert len(board) == 2 * 3
     md = out_md.read_text(encoding="utf-8")
@@ -268,10 +268,25 @@ def test_main_writes_csv_markdown_and_a_cd_figure(tmp_path):
 def test_main_reports_a_bad_reference_in_one_line(tmp_path, capsys):
     src = tmp_path / "suite.csv"
     suite_table(KNOWN).to_csv(src, index=False)
-    with pytest.raises(SystemExit) as exit_info:
-        leaderboard_main([str(src), "--reference", "zzz", "--out-csv", str(tmp_path / "a.csv")])
-    assert exit_info.value.code == 2
+    argv = [str(src), "--reference", "zzz", "--out-csv", str(tmp_path / "a.csv")]
+    assert leaderboard_main(argv) == 2
+    assert not (tmp_path / "a.csv").exists()
     assert "dpreg leaderboard: error: reference method 'zzz'" in capsys.readouterr().err
+
+
+def test_main_defaults_leave_out_the_corrected_copies(tmp_path):
+    table = suite_table(KNOWN)
+    copy = table[table["dataset"] == "d0"].assign(dataset="machine-fixed")
+    src = tmp_path / "suite.csv"
+    pd.concat([table, copy]).to_csv(src, index=False)
+    out = tmp_path / "lb.csv"
+    assert (
+        leaderboard_main([str(src), "--out-csv", str(out), "--out-md", str(tmp_path / "a.md")]) == 0
+    )
+    assert set(pd.read_csv(out)["datasets"]) == {6}
+    argv = [str(src), "--out-csv", str(out), "--out-md", str(tmp_path / "a.md"), "--exclude"]
+    assert leaderboard_main(argv) == 0
+    assert set(pd.read_csv(out)["datasets"]) == {7}
 
 
 def test_cd_figure_panels_follow_the_epsilons():

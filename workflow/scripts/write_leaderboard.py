@@ -6,25 +6,9 @@ from dpreg.joblog import log_to_file  # noqa: E402 (light: only logging)
 
 log_file = log_to_file(smk.log[0])
 
+from dpreg._validation import DPRegError  # noqa: E402
 from dpreg.report.leaderboard import leaderboard_main  # noqa: E402
 
-argv = [
-    smk.input.table,
-    "--out-csv",
-    smk.output.csv,
-    "--out-md",
-    smk.output.md,
-    "--figure",
-    smk.output.png,
-    "--margin",
-    str(smk.params.margin),
-    "--alpha",
-    str(smk.params.alpha),
-    "--ties",
-    smk.params.ties,
-    "--exclude",
-    *smk.params.exclude,
-    "--figure-epsilons",
-    *map(str, smk.params.figure_epsilons),
-]
-leaderboard_main(argv)
+argv = [smk.input.table, "--out-csv", smk.output.csv, "--out-md", smk.output.md]
+if leaderboard_main([*argv, "--figure", smk.output.png]) != 0:
+    raise DPRegError("the leaderboard was not written (the error is above)")

@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 import shutil
+import sys
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -300,6 +301,7 @@ def browser_main(argv: Sequence[str] | None = None) -> int:
             args.out, tables, claims=args.claims, leaderboard=args.leaderboard, links=links
         )
     except (DPRegError, OSError) as err:
-        parser.exit(2, f"dpreg browser: error: {err}\n")
+        print(f"dpreg browser: error: {err}", file=sys.stderr)
+        return 2
     print(page)
     return 0

@@ -44,6 +44,7 @@ sets. JMLR 7, 1-30.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -65,6 +66,8 @@ from dpreg.report.ranking import (
 )
 
 __all__ = [
+    "DEFAULT_EXCLUDE",
+    "FIGURE_EPSILONS",
     "LEADERBOARD_COLUMNS",
     "default_reference",
     "labels",
@@ -74,6 +77,11 @@ __all__ = [
 ]
 
 STATISTICS = ("mse_median", "mse_mean")
+#: Datasets the command leaves out by default: the suite's corrected copies of
+#: autos and machine (with them one dataset would count twice among the units).
+DEFAULT_EXCLUDE = ("autos-fixed", "machine-fixed")
+#: Panels of the command's critical-difference figure (the suite's headline epsilons).
+FIGURE_EPSILONS = (0.1, 1.0)
 
 #: Columns of ``leaderboard.csv`` (one row per variant, epsilon and method).
 LEADERBOARD_COLUMNS = [
@@ -302,9 +310,18 @@ def leaderboard_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--ties", default="split", choices=TIES)
     parser.add_argument("--include-nonprivate", action="store_true")
-    parser.add_argument("--exclude", nargs="*", default=[], help="datasets left out")
     parser.add_argument(
-        "--figure-epsilons", type=float, nargs="*", help="panels of the figure (default: all)"
+        "--exclude",
+        nargs="*",
+        default=list(DEFAULT_EXCLUDE),
+        help=f"datasets left out (default: {' '.join(DEFAULT_EXCLUDE)}; none: --exclude alone)",
+    )
+    parser.add_argument(
+        "--figure-epsilons",
+        type=float,
+        nargs="*",
+        default=list(FIGURE_EPSILONS),
+        help="panels of the figure (default: 0.1 1; every epsilon: --figure-epsilons alone)",
     )
     args = parser.parse_args(argv)
     try:
@@ -330,5 +347,6 @@ def leaderboard_main(argv: Sequence[str] | None = None) -> int:
         write_table(board, args.out_csv)
         write_text_atomic(args.out_md, to_markdown(board, figure))
     except (DPRegError, OSError) as err:
-        parser.exit(2, f"dpreg leaderboard: error: {err}\n")
+        print(f"dpreg leaderboard: error: {err}", file=sys.stderr)
+        return 2
     return 0
