@@ -73,10 +73,13 @@ localrules:
     summarise_experiment,
     write_claims,
     write_provenance,
+    write_leaderboard,
+    build_browser,
 
 
 rule all:
-    """Every figure and table of the run, and its provenance."""
+    """Every figure and table of the run, its provenance, browser and (suite) leaderboard."""
     default_target: True
     input:
         PLAN.all_outputs(),
+        REPORT_OUTPUTS,

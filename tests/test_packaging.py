@@ -234,8 +234,15 @@ def test_ci_runs_the_readme_test_command_in_a_new_venv_then_the_linters():
     commands = [line for line in ci if line and not line.startswith(("#", "set ", "cd "))]
     test_command = _quick_start_commands()[1]
     at = commands.index(test_command)  # verbatim
-    # before it: a new venv in a temporary directory, activated
+    # before it: Debian's chromium for the browser test (only when its driver is
+    # missing), then a new venv in a temporary directory, activated
     setup = commands[:at]
+    assert setup[:3] == [
+        "if [ ! -x /usr/bin/chromedriver ]; then",
+        "    apt-get update -qq && apt-get install -y -qq chromium chromium-driver",
+        "fi",
+    ]
+    setup = setup[3:]
     assert setup[0] == 'venv="$(mktemp -d)/venv"'
     assert setup[1:] == ['python3 -m venv "$venv"', 'source "$venv/bin/activate"']
     tools = [shlex.split(c)[0] for c in commands[at + 1 :]]

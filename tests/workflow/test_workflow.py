@@ -197,7 +197,8 @@ def test_one_core_runs_jobs_in_priority_order(tiny_runs):
     """On one core the `priority:` directives alone fix the order (common.smk: PRIORITY).
 
     Preparations, then the sweeps ("stats" shards first, larger datasets
-    first), then write_claims, then one summary per experiment, then provenance.
+    first), then write_claims, then one summary per experiment, then provenance,
+    then the results browser (which links to it).
     """
     jobs = started_jobs(tiny_runs["1"])
     rules = [rule for rule, _ in jobs if rule != "all"]
@@ -207,7 +208,7 @@ def test_one_core_runs_jobs_in_priority_order(tiny_runs):
         ["prepare_dataset"] * len(config["datasets"])
         + ["run_sweep"] * n_sweeps
         + ["write_claims", *["summarise_experiment"] * len(config["experiments"])]
-        + ["write_provenance"]
+        + ["write_provenance", "build_browser"]
     ), rules
     sweeps = [dict(kv.split("=") for kv in wc.split(", ")) for r, wc in jobs if r == "run_sweep"]
     shards = [s["shard"] for s in sweeps]

@@ -7,5 +7,9 @@
 - :mod:`~dpreg.report.claims` -- the verdict block of a README and the claims
   command line; :mod:`~dpreg.report.quotes` -- numbers a README quotes, checked
   against the tables;
-- :mod:`~dpreg.report.provenance` -- ``provenance.json``.
+- :mod:`~dpreg.report.provenance` -- ``provenance.json``;
+- :mod:`~dpreg.report.leaderboard` (with :mod:`~dpreg.report.ranking` and
+  :mod:`~dpreg.report.cdplot`) -- average ranks, Friedman/Nemenyi and sign
+  tests over Wang's suite, and the critical-difference diagram;
+- :mod:`~dpreg.report.browser` -- the static results browser (plotly.js).
 """
