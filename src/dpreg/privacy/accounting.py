@@ -415,8 +415,11 @@ def _renyi_part(
         eps = None
     left = basic_eps - pure
     dlt = fixed + (renyi.rdp_delta(mu2=mu2, mixing=mixing, epsilon=left) if left > 0 else 1.0)
-    return {"gdp_mu": math.sqrt(mu2) if gauss else None, "exact_epsilon": eps,
-            "exact_delta": min(dlt, 1.0)}
+    return {
+        "gdp_mu": math.sqrt(mu2) if gauss else None,
+        "exact_epsilon": eps,
+        "exact_delta": min(dlt, 1.0),
+    }
 
 
 def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool | None]:

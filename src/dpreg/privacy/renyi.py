@@ -107,7 +107,7 @@ def rdp_delta(*, mu2: float, mixing: Sequence[tuple[float, int]], epsilon: float
     """The smallest delta at which the CKS conversion gives ``epsilon`` (the inverse of
     :func:`rdp_epsilon`): ``min_alpha exp((alpha-1)(rdp - eps)) (1 - 1/alpha)^(alpha-1) / alpha``."""
     a = _orders(mixing)
-    log_d = (a - 1.0) * (_curve(a, mu2, mixing) - epsilon) + (a - 1.0) * np.log1p(
-        -1.0 / a
-    ) - np.log(a)
+    log_d = (
+        (a - 1.0) * (_curve(a, mu2, mixing) - epsilon) + (a - 1.0) * np.log1p(-1.0 / a) - np.log(a)
+    )
     return float(min(1.0, math.exp(min(0.0, float(np.min(log_d))))))
