@@ -60,15 +60,24 @@ def _pld_epsilon(noise_multipliers, delta, relation=dpa.NeighboringRelation.ADD_
 
 
 @pytest.mark.parametrize("eps", EPSILONS)
-def test_gaussian_calibration_equals_the_gdp_closed_form(eps):
-    z = calibrate_multiplier(_gaussians, epsilon=eps, delta=DELTA)
+def test_the_bisection_finds_the_gdp_closed_form(eps):
+    # a failure release of probability 0 costs nothing but makes the list not all
+    # Gaussian, so the bisection runs instead of the closed form
+    def releases(z):
+        return [*_gaussians(z), failure_release("f", probability=0.0, calibration="t", valid=True)]
+
+    z = calibrate_multiplier(releases, epsilon=eps, delta=DELTA)
     # closed form: mu(z) = sqrt(sum (D_i / c_i)^2) / z must equal gdp_mu(eps, delta)
     closed = math.sqrt(sum((D / c) ** 2 for D, c in zip(SENS, BASE, strict=True))) / gdp_mu(
         epsilon=eps, delta=DELTA
     )
     assert closed <= z <= closed * (1 + 2 * RTOL)
-    spent = exact_epsilon(_gaussians(z), delta=DELTA)
+    spent = exact_epsilon(releases(z), delta=DELTA)
     assert eps * (1 - RTOL) <= spent <= eps
+    # Gaussian releases alone take the closed form: exact up to rounding
+    exact = calibrate_multiplier(_gaussians, epsilon=eps, delta=DELTA)
+    assert exact == pytest.approx(closed, rel=1e-12)
+    assert exact_epsilon(_gaussians(exact), delta=DELTA) == pytest.approx(eps, rel=1e-12)
 
 
 @pytest.mark.parametrize("eps", EPSILONS)

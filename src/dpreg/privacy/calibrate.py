@@ -17,7 +17,7 @@ Which exact accounting applies is the accountant's (see ``compose``):
   ``mu = sqrt(sum mu_i^2)`` (Dong, Roth & Su 2019, Corollary 3.3) and ``mu``
   converts to ``(epsilon, delta)`` by Corollary 2.13.  With every scale
   ``z c_i`` the answer has the closed form ``z = sqrt(sum (D_i / c_i)^2) /
-  gdp_mu(epsilon, delta)``, which the tests check the bisection against.
+  gdp_mu(epsilon, delta)``, which is used (no bisection).
 * Gaussian and Gaussian-mixing releases (IHM): Renyi DP with the optimal
   conversion of Canonne, Kamath & Steinke (2020) (:mod:`dpreg.privacy.renyi`)
   -- the tightest method this package has for the mixing sketch; the
@@ -60,8 +60,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from dpreg._validation import DPRegError, check_delta, check_epsilon
-from dpreg.privacy.accounting import Release, compose
+from dpreg._validation import DPRegError, check_delta, check_epsilon, epsilon_too_small
+from dpreg.privacy.accounting import Release, compose, gdp_mu
 
 __all__ = ["RTOL", "calibrate_multiplier", "exact_epsilon"]
 
@@ -73,6 +73,31 @@ def exact_epsilon(releases: list[Release], *, delta: float) -> float:
     """The exact epsilon of ``releases`` composed at ``delta`` (``inf`` if none exists)."""
     value = compose(releases, delta=delta)["exact_epsilon"]
     return math.inf if value is None else float(value)
+
+
+def _mu(releases: list[Release]) -> float | None:
+    """GDP ``mu`` of a list of Gaussian releases (None if any is not Gaussian)."""
+    if not releases or any(r.mechanism != "gaussian" for r in releases):
+        return None
+    return math.hypot(*(r.mu for r in releases))  # no underflow of tiny mu_i^2
+
+
+def _gaussian_closed_form(
+    releases_of: Callable[[float], list[Release]], eps: float, dlt: float
+) -> float | None:
+    """``z = mu(1) / gdp_mu(eps, delta)`` when every release is Gaussian with scale ``z c_i``.
+
+    Then ``mu(z) = mu(1) / z`` (Dong, Roth & Su 2019, Corollary 3.3), and the
+    multiplier is exact; the proportionality is checked at ``z = 2``.  None:
+    use the bisection.
+    """
+    mu1, mu2 = _mu(releases_of(1.0)), _mu(releases_of(2.0))
+    if mu1 is None or mu2 is None or not math.isclose(mu1, 2.0 * mu2, rel_tol=1e-12):
+        return None
+    z = mu1 / gdp_mu(epsilon=eps, delta=dlt)
+    if not (0.0 < z < math.inf):
+        raise epsilon_too_small(eps)
+    return z
 
 
 def calibrate_multiplier(
@@ -100,13 +125,20 @@ def calibrate_multiplier(
     -------
     float
         The multiplier; ``eps_exact(releases_of(z))`` at ``delta`` is within
-        ``rtol`` below ``epsilon``, never above it.
+        ``rtol`` below ``epsilon``, never above it.  When every release is
+        Gaussian with a scale proportional to ``z``, the closed form of
+        Gaussian DP instead: ``z = mu(1) / gdp_mu(epsilon, delta)``, exact up
+        to rounding (as the ``gdp`` calibration of
+        :func:`dpreg.algorithms.ssp.split_releases`).
     """
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta)
     if not (0.0 < rtol < 0.01):
         raise DPRegError(f"rtol must lie in (0, 0.01), got {rtol!r}")
 
+    closed = _gaussian_closed_form(releases_of, eps, dlt)
+    if closed is not None:
+        return closed
     seen: dict[float, float] = {}
 
     def cost(z: float) -> float:
@@ -116,8 +148,8 @@ def calibrate_multiplier(
 
     lo = hi = float(start)  # lo: spends more than eps; hi: spends at most eps
     while cost(hi) > eps:
-        lo, hi = hi, hi * 2.0
-        if hi > 1e12:
+        lo, hi = hi, hi * 4.0
+        if hi > 1e300:
             raise DPRegError(
                 f"no noise multiplier meets epsilon={eps}, delta={dlt}: the releases' "
                 "other costs (pure epsilons, failure deltas) already exceed it"
@@ -135,6 +167,8 @@ def calibrate_multiplier(
             lo = mid
         else:
             hi = mid
-    raise DPRegError(  # pragma: no cover - 200 halvings of ln z always suffice
+    if cost(hi) == 0.0:  # eps lies below what the accountant resolves at any noise level
+        raise epsilon_too_small(eps)
+    raise DPRegError(  # pragma: no cover - 200 halvings of ln z suffice for eps >= 1e-12
         f"calibration did not reach epsilon={eps} within rtol={rtol}"
     )

@@ -96,11 +96,13 @@ def rdp_epsilon(*, mu2: float, mixing: Sequence[tuple[float, int]], delta: float
     a grid of 4000 orders, logarithmic in ``alpha - 1`` (the curve is convex
     in ``alpha``; adjacent orders differ by under 1%, and the conversion is
     flat at its minimum, so the grid minimum is within 1e-4 relative of the
-    true one); the result is always a valid (never smaller) epsilon.
+    true one); the result is always a valid (never smaller) epsilon, and
+    never below 0.
     """
     a = _orders(mixing)
     conv = (np.log(1.0 / delta) + (a - 1.0) * np.log1p(-1.0 / a) - np.log(a)) / (a - 1.0)
-    return float(np.min(_curve(a, mu2, mixing) + conv))
+    # the conversion may go below 0 at large orders: the releases are then (0, delta)-DP
+    return max(0.0, float(np.min(_curve(a, mu2, mixing) + conv)))
 
 
 def rdp_delta(*, mu2: float, mixing: Sequence[tuple[float, int]], epsilon: float) -> float:
