@@ -149,7 +149,7 @@ def calibrate_multiplier(
     lo = hi = float(start)  # lo: spends more than eps; hi: spends at most eps
     while cost(hi) > eps:
         lo, hi = hi, hi * 4.0
-        if hi > 1e300:
+        if hi > 1e100:
             raise DPRegError(
                 f"no noise multiplier meets epsilon={eps}, delta={dlt}: the releases' "
                 "other costs (pure epsilons, failure deltas) already exceed it"
