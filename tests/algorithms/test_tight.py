@@ -113,3 +113,26 @@ def test_every_tight_entry_is_registered():
     assert sorted(e.name for e in ENTRIES) == NAMES
     for e in ENTRIES:
         assert get_algorithm(e.name) is e
+
+
+@pytest.mark.parametrize(("name", "release"), [("dp-gd-tight", "grad_1"), ("ihm-tight", "grad_1")])
+def test_row_based_fits_draw_the_counterparts_normals_times_z(name, release):
+    """The first gradient (at theta_0 = 0, before any noise enters theta) carries the
+    counterpart's noise times z: the same fit, the same stream, only the scale differs."""
+    stats, rows = _stats(np.random.default_rng(4))
+    kw = {"epsilon": 1.0, "delta": DELTA, "size": 3, "capture": True, "rows": rows}
+    ours = get_algorithm(name).fit(stats, rng=np.random.default_rng(12), **kw)
+    base = get_algorithm(COUNTERPARTS[name]).fit(stats, rng=np.random.default_rng(12), **kw)
+    z = tight_multiplier(
+        name, epsilon=1.0, delta=DELTA, d=stats.d, bound_x=1.0, bound_y=1.0, n=stats.n
+    )
+    X, y = rows
+    clean = X.T @ np.clip(y, -1.0, 1.0)  # the clipped gradient sum at theta = 0
+    np.testing.assert_allclose(
+        ours.released[release] - clean, z * (base.released[release] - clean), rtol=1e-8
+    )
+    if name == "ihm-tight":
+        lam = stats.lambda_min()
+        np.testing.assert_allclose(
+            ours.released["lambda_min"] - lam, z * (base.released["lambda_min"] - lam), rtol=1e-8
+        )

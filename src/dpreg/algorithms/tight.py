@@ -11,8 +11,7 @@ The counterpart's split of the budget between its releases (its ratios of
 noise to sensitivity) is kept; only the overall level changes, so
 ``z`` is the ratio of the tight entry's noise to the counterpart's.
 
-``adassp-tight`` (counterpart ``adassp``, Kalaja's fixed AdaSSP) and
-``ssp-tight`` (``ssp``)
+``adassp-tight`` and ``ssp-tight`` (counterparts ``adassp``, Kalaja's fixed AdaSSP, and ``ssp``)
     Gaussian releases only: exact Gaussian DP, ``mu = sqrt(sum (D_i /
     sigma_i)^2)`` at ``delta`` (Dong, Roth & Su 2019, Corollaries 2.13 and
     3.3).  Every release gets the same ``mu_i = mu / sqrt(k)``, so the noise
