@@ -147,7 +147,9 @@ class Release:
     name : str
         What is released (``"XtX"``, ``"Xty"``, ``"lambda_min"``, ...).
     mechanism : str
-        ``"gaussian"``, ``"laplace"`` or ``"none"`` (a non-private statistic).
+        ``"gaussian"``, ``"laplace"``, ``"none"`` (a non-private statistic),
+        ``"gaussian-mixing"`` (:func:`mixing_release`), ``"failure"``, or a
+        mechanism whose cost is stated (:func:`stated_release`).
     sensitivity : float
         L2 (Gaussian) or L1 (Laplace) sensitivity under add/remove-one-row.
     scale : float
@@ -402,24 +404,13 @@ def _renyi_part(
     releases' own failure deltas); pure epsilons add.  ``exact_delta`` is the
     converted delta at ``basic_eps`` minus the pure epsilons, plus those deltas.
     """
-    from dpreg.privacy import renyi
+    from dpreg.privacy.renyi import exact_profile
 
     mixing = [(r.scale**2 / r.sensitivity, r.copies) for r in private if r.mechanism in _RENYI]
-    mix_delta = float(sum(r.delta for r in private if r.mechanism in _RENYI))
+    fixed = pure_delta + float(sum(r.delta for r in private if r.mechanism in _RENYI))
     mu2 = float(sum(r.mu**2 for r in gauss))
-    fixed = pure_delta + mix_delta
-    eps: float | None = math.inf
-    if delta > fixed:
-        eps = pure + renyi.rdp_epsilon(mu2=mu2, mixing=mixing, delta=delta - fixed)
-    elif delta > 0:
-        eps = None
-    left = basic_eps - pure
-    dlt = fixed + (renyi.rdp_delta(mu2=mu2, mixing=mixing, epsilon=left) if left > 0 else 1.0)
-    return {
-        "gdp_mu": math.sqrt(mu2) if gauss else None,
-        "exact_epsilon": eps,
-        "exact_delta": min(dlt, 1.0),
-    }
+    eps, dlt = exact_profile(mu2, mixing, delta=delta, pure=pure, fixed=fixed, at=basic_eps)
+    return {"gdp_mu": math.sqrt(mu2) if gauss else None, "exact_epsilon": eps, "exact_delta": dlt}
 
 
 def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool | None]:

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["mixing_rdp", "rdp_delta", "rdp_epsilon", "rdp_to_dp"]
+__all__ = ["exact_profile", "mixing_rdp", "rdp_delta", "rdp_epsilon", "rdp_to_dp"]
 
 
 def mixing_rdp(alpha: float, gamma: float, k: int) -> float:
@@ -113,3 +113,30 @@ def rdp_delta(*, mu2: float, mixing: Sequence[tuple[float, int]], epsilon: float
         (a - 1.0) * (_curve(a, mu2, mixing) - epsilon) + (a - 1.0) * np.log1p(-1.0 / a) - np.log(a)
     )
     return float(min(1.0, math.exp(min(0.0, float(np.min(log_d))))))
+
+
+def exact_profile(
+    mu2: float,
+    mixing: Sequence[tuple[float, int]],
+    *,
+    delta: float,
+    pure: float,
+    fixed: float,
+    at: float,
+) -> tuple[float | None, float]:
+    """``(epsilon at delta, delta at epsilon = at)`` of a Renyi part beside other releases.
+
+    The Renyi part converts at what is left of ``delta`` after the ``fixed``
+    deltas (failure probabilities, stated deltas), and the ``pure`` epsilons
+    of the other releases add: ``inf`` at ``delta = 0``, None when ``fixed``
+    leaves nothing.  The delta is the conversion's at ``at - pure`` plus
+    ``fixed`` (at most 1).
+    """
+    eps: float | None = math.inf
+    if delta > fixed:
+        eps = pure + rdp_epsilon(mu2=mu2, mixing=mixing, delta=delta - fixed)
+    elif delta > 0:
+        eps = None
+    left = at - pure
+    dlt = fixed + (rdp_delta(mu2=mu2, mixing=mixing, epsilon=left) if left > 0 else 1.0)
+    return eps, min(dlt, 1.0)
