@@ -215,6 +215,8 @@ def closed_form_scales(name, eps, delta, d, bx, by):
         return [sxx * math.sqrt(3) / mu, sxx * math.sqrt(3) / mu, sxy * math.sqrt(3) / mu]
     if name == "functional":
         return [(d * bx * bx + 2 * math.sqrt(d) * bx * by) / eps]
+    if name in ("adassp-tight", "ssp-tight"):  # equal mu per release, exact GDP: as -gdp
+        return closed_form_scales(name.replace("-tight", "-gdp"), eps, delta, d, bx, by)
     raise AssertionError(name)
 
 

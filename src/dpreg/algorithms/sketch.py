@@ -95,6 +95,7 @@ from dpreg.preprocess.stats import SuffStats
 from dpreg.privacy import drawcheck
 from dpreg.privacy import mechanisms as mech
 from dpreg.privacy.mechanisms import Release
+from dpreg.privacy.renyi import mixing_rdp, rdp_to_dp
 
 __all__ = [
     "ENTRIES",
@@ -224,31 +225,6 @@ def _fit_sheffet(
 # --------------------------------------------------------------------------
 # Iterative Hessian Mixing: calibration
 # --------------------------------------------------------------------------
-def mixing_rdp(alpha: float, gamma: float, k: int) -> float:
-    """Renyi DP of order ``alpha`` of ``k`` Gaussian-mixing sketch rows (``B_X = 1``).
-
-    ``k / (2 (alpha - 1)) [alpha ln(1 - 1/gamma) - ln(1 - alpha/gamma)]``, which
-    is ``k`` times the Renyi divergence ``D_alpha(N(0, gamma) || N(0, gamma - 1))``
-    (Lev et al. 2025); finite for ``1 < alpha < gamma``.
-    """
-    if not (1.0 < alpha < gamma):
-        return math.inf
-    return (
-        k / (2.0 * (alpha - 1.0)) * (alpha * math.log1p(-1.0 / gamma) - math.log1p(-alpha / gamma))
-    )
-
-
-def rdp_to_dp(alpha: float, rdp: float, delta: float) -> float:
-    """``(alpha, rdp)``-RDP implies ``(eps, delta)``-DP with this ``eps``.
-
-    ``eps = rdp + [ln(1/delta) + (alpha - 1) ln(1 - 1/alpha) - ln alpha] / (alpha - 1)``
-    (the conversion of Canonne, Kamath & Steinke 2020).
-    """
-    return rdp + (
-        math.log(1.0 / delta) + (alpha - 1.0) * math.log1p(-1.0 / alpha) - math.log(alpha)
-    ) / (alpha - 1.0)
-
-
 def _lambda_cost(gamma: float, k: int, delta: float) -> float:
     """Classical-Gaussian epsilon of ``lambda_min`` with ``sigma_l = gamma/sqrt(k)``."""
     return math.sqrt(2.0 * math.log(1.25 / delta)) * math.sqrt(k) / gamma

@@ -45,6 +45,7 @@ __all__ = [
     "gdp_mu",
     "laplace_epsilon",
     "laplace_release",
+    "mixing_release",
     "stated_cost",
     "stated_release",
 ]
@@ -146,7 +147,9 @@ class Release:
     name : str
         What is released (``"XtX"``, ``"Xty"``, ``"lambda_min"``, ...).
     mechanism : str
-        ``"gaussian"``, ``"laplace"`` or ``"none"`` (a non-private statistic).
+        ``"gaussian"``, ``"laplace"``, ``"none"`` (a non-private statistic),
+        ``"gaussian-mixing"`` (:func:`mixing_release`), ``"failure"``, or a
+        mechanism whose cost is stated (:func:`stated_release`).
     sensitivity : float
         L2 (Gaussian) or L1 (Laplace) sensitivity under add/remove-one-row.
     scale : float
@@ -169,6 +172,9 @@ class Release:
         share rests on an unchecked claim).  The accountant :func:`compose`
         charges it instead of ``epsilon`` in its exact accounting; ``None``:
         the nominal epsilon is the cost.
+    copies : int
+        Number of i.i.d. copies the release is made of (the sketch rows of a
+        Gaussian-mixing release, :func:`mixing_release`); 1 otherwise.
     """
 
     name: str
@@ -180,6 +186,7 @@ class Release:
     calibration: str
     valid: bool
     true_epsilon: float | None = None
+    copies: int = 1
 
     @property
     def mu(self) -> float:
@@ -293,6 +300,44 @@ def stated_release(
     )
 
 
+def mixing_release(
+    name: str,
+    *,
+    sensitivity: float,
+    scale: float,
+    copies: int,
+    epsilon: float,
+    delta: float,
+    calibration: str,
+) -> Release:
+    """Gaussian-mixing sketch rows whose cost the accountant computes in Renyi DP.
+
+    ``copies`` rows ``S_i M + s N_i`` whose covariance ``M^T M + s^2 I`` is at
+    least ``scale^2 I`` whenever the guarantee holds, while one row changes
+    ``M^T M`` by at most a rank-one ``x x^T`` with ``||x||^2 <= sensitivity``:
+    the rows are ``copies * D_alpha(N(0, g) || N(0, g - 1))``-RDP with ``g =
+    scale^2 / sensitivity`` (:func:`dpreg.privacy.renyi.mixing_rdp`).
+    ``delta`` is the probability that the covariance floor fails (a margin's
+    tail); ``epsilon`` the nominal share.  Mechanism ``"gaussian-mixing"``.
+    """
+    sens = check_bound(sensitivity, "sensitivity")
+    sc = check_noise_scale(scale, epsilon=epsilon, name="scale")
+    if int(copies) < 1:
+        raise DPRegError(f"release {name!r}: copies must be an integer >= 1, got {copies!r}")
+    return Release(
+        str(name),
+        "gaussian-mixing",
+        sens,
+        sc,
+        float(epsilon),
+        float(delta),
+        calibration,
+        True,
+        None,
+        int(copies),
+    )
+
+
 def failure_release(name: str, *, probability: float, calibration: str, valid: bool) -> Release:
     """The failure probability of a safety margin, test or tail bound, as a delta term.
 
@@ -340,6 +385,34 @@ def _with_gaussian_part(
     return None, None
 
 
+#: mechanisms composed in Renyi DP (with the Gaussian ones) when present
+_RENYI = ("gaussian-mixing",)
+
+
+def _renyi_part(
+    private: list[Release],
+    gauss: list[Release],
+    basic_eps: float,
+    delta: float,
+    pure: float,
+    pure_delta: float,
+) -> dict[str, float | None]:
+    """``gdp_mu``, ``exact_epsilon`` and ``exact_delta`` of releases with a mixing part.
+
+    The Gaussian and mixing releases compose in Renyi DP and convert at what
+    is left of ``delta`` after the other releases' deltas (and the mixing
+    releases' own failure deltas); pure epsilons add.  ``exact_delta`` is the
+    converted delta at ``basic_eps`` minus the pure epsilons, plus those deltas.
+    """
+    from dpreg.privacy.renyi import exact_profile
+
+    mixing = [(r.scale**2 / r.sensitivity, r.copies) for r in private if r.mechanism in _RENYI]
+    fixed = pure_delta + float(sum(r.delta for r in private if r.mechanism in _RENYI))
+    mu2 = float(sum(r.mu**2 for r in gauss))
+    eps, dlt = exact_profile(mu2, mixing, delta=delta, pure=pure, fixed=fixed, at=basic_eps)
+    return {"gdp_mu": math.sqrt(mu2) if gauss else None, "exact_epsilon": eps, "exact_delta": dlt}
+
+
 def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool | None]:
     """What a list of releases costs in total (the accountant of the ledger).
 
@@ -359,7 +432,11 @@ def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool 
       release (:func:`failure_release`) costs ``(0, p)``.  When kinds are mixed
       the exact epsilon is the GDP epsilon of the Gaussian part at
       ``delta`` plus the pure epsilons of the rest (exact per kind, basic
-      across kinds; ``exact_delta`` is then None).
+      across kinds; ``exact_delta`` is then None).  With a Gaussian-mixing
+      release (:func:`mixing_release`) the Gaussian and mixing releases are
+      composed in Renyi DP instead, with the optimal conversion
+      (:mod:`dpreg.privacy.renyi`), and ``exact_delta`` is that conversion's
+      delta at the basic epsilon plus the other deltas.
 
     Returns
     -------
@@ -385,10 +462,12 @@ def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool 
     pure = float(sum(laplace_epsilon(r) for r in private if r.mechanism == "laplace"))
     # releases whose cost is argued by their own theorem (external libraries, objective
     # perturbation, posterior sampling, ...): their stated budget, taken at face value
-    external = [r for r in private if r.mechanism not in ("gaussian", "laplace")]
+    external = [r for r in private if r.mechanism not in ("gaussian", "laplace", *_RENYI)]
     pure += float(sum(stated_cost(r) for r in external))
     ext_delta = float(sum(r.delta for r in external))
-    if gauss:
+    if any(r.mechanism == "gaussian-mixing" for r in private):
+        out.update(_renyi_part(private, gauss, basic_eps, dlt, pure, ext_delta))
+    elif gauss:
         mu = math.sqrt(sum(r.mu**2 for r in gauss))
         out["gdp_mu"] = mu
         out["exact_epsilon"], out["exact_delta"] = _with_gaussian_part(

@@ -14,7 +14,7 @@ statistics, that the draws agree with the releases:
 * a named noise draw has the mechanism family its release declares
   (Gaussian for ``gaussian`` and for the stated mechanisms that add Gaussian
   noise -- ``objpert``, ``ops``, ``noisysgd``, ``sheffet-jl``,
-  ``renyi-mixing`` --, Laplace for ``laplace``, Gumbel for ``exponential``)
+  ``renyi-mixing``, ``gaussian-mixing`` --, Laplace for ``laplace``, Gumbel for ``exponential``)
   and the release's scale within a relative ``1e-9`` (or at most that scale
   where the release declares the largest scale any repeat can use,
   ``bound=True``);
@@ -72,6 +72,7 @@ DRAW_FAMILY: dict[str, str | None] = {
     "noisysgd": "gaussian",
     "sheffet-jl": "gaussian",
     "renyi-mixing": "gaussian",
+    "gaussian-mixing": "gaussian",
     "exponential": "gumbel",
     "external": None,
     "failure": None,
