@@ -231,8 +231,9 @@ def test_second_run_has_nothing_to_do(tiny_runs):
     assert result_files(run) == before
 
 
-def test_killed_run_resumes_with_rerun_incomplete(tiny_runs, tmp_path):
-    run = make_workdir(tmp_path)
+def _interrupt_mid_sweep(run: Path, sig: int) -> subprocess.Popen:
+    """Start the tiny run with one core, send ``sig`` to its process group as soon
+    as a sweep output exists, and wait for it to end."""
     cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(run)]
     proc = subprocess.Popen(
         [*cmd, "--cores", "1"],
@@ -248,11 +249,19 @@ def test_killed_run_resumes_with_rerun_incomplete(tiny_runs, tmp_path):
             assert proc.poll() is None, "the run ended before a sweep output appeared"
             assert time.monotonic() < deadline, "no sweep output after 120 s"
             time.sleep(0.02)
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout=120)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+            proc.wait(timeout=30)
     assert not (run / "results" / "provenance.json").exists()
+    return proc
+
+
+def test_killed_run_resumes_with_rerun_incomplete(tiny_runs, tmp_path):
+    run = make_workdir(tmp_path)
+    _interrupt_mid_sweep(run, signal.SIGKILL)
     # a killed run leaves its lock behind; then rerun what was cut short
     snakemake(run, "--unlock")
     snakemake(run, "--cores", "2", "--rerun-incomplete")
@@ -263,28 +272,8 @@ def test_ctrl_c_then_the_same_command_finishes_the_run(tiny_runs, tmp_path):
     """README: after Ctrl-C the same command finishes the run (the default profile
     reruns the jobs that were cut short), with the outputs of an uninterrupted run."""
     run = make_workdir(tmp_path)
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(run)]
-    proc = subprocess.Popen(
-        [*cmd, "--cores", "1"],
-        cwd=run,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    trials = run / "results" / "trials"
-    deadline = time.monotonic() + 120
-    try:
-        while not any(trials.rglob("*.parquet")):
-            assert proc.poll() is None, "the run ended before a sweep output appeared"
-            assert time.monotonic() < deadline, "no sweep output after 120 s"
-            time.sleep(0.02)
-        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the terminal's process group
-        proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+    proc = _interrupt_mid_sweep(run, signal.SIGINT)  # what Ctrl-C sends to the process group
     assert proc.returncode != 0
-    assert not (run / "results" / "provenance.json").exists()
     snakemake(run, "--cores", "2")  # the same command, no recovery flags
     assert result_files(run) == result_files(tiny_runs["2"])
 
