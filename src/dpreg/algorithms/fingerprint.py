@@ -108,6 +108,11 @@ def code_record(name: str) -> dict[str, Any]:
         "module": origin,
         "modules": sorted(files),
     }
-    if not origin.startswith(_PACKAGE + "."):
-        record["plugin_file"] = str(files["<plugin>"])
+    if "<plugin>" in files:
+        if origin.startswith("dpreg_plugin_"):  # a file's module name holds a path hash
+            del record["module"]
+        path = files["<plugin>"].resolve()
+        here = Path.cwd().resolve()
+        # relative to the working directory when under it (as the config names it)
+        record["plugin_file"] = str(path.relative_to(here) if path.is_relative_to(here) else path)
     return record
