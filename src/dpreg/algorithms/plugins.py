@@ -256,7 +256,8 @@ def _register_all(
 def _module_of(label: str) -> str:
     path = str(Path(label).resolve())
     for name, module in list(sys.modules.items()):
-        if getattr(module, "__file__", None) and str(Path(module.__file__).resolve()) == path:
+        file = getattr(module, "__file__", None)
+        if file and str(Path(file).resolve()) == path:
             return name
     return label  # pragma: no cover
 
