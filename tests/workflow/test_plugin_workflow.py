@@ -147,3 +147,23 @@ def _jobs(text: str, rule: str) -> str:
         for line in block.splitlines()
         if "output:" in line
     )
+
+
+def test_a_broken_plugin_stops_the_workflow_with_one_message(tmp_path):
+    work = tmp_path / "run"
+    (work / "config").mkdir(parents=True)
+    (tmp_path / "resources").symlink_to(REPO / "resources", target_is_directory=True)
+    # the example with the name of a built-in: the contract refuses it
+    text = (EXAMPLE / "my_method.py").read_text().replace('"adassp-skew",', '"adassp",')
+    (work / "my_method.py").write_text(text)
+    cfg = yaml.safe_load((EXAMPLE / "config" / "config.yaml").read_text())
+    cfg["mirror"] = "../resources/mirror"
+    (work / "config" / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(work)]
+    proc = subprocess.run([*cmd, "-n"], capture_output=True, text=True, timeout=300, cwd=work)
+    assert proc.returncode != 0
+    message = (
+        "plugin my_method.py: entry 'adassp' clashes with the built-in algorithm of that "
+        "name; rename it"
+    )
+    assert message in proc.stdout + proc.stderr
