@@ -27,6 +27,7 @@ from dpreg.algorithms.fits import FitOptions, FitResult, ReleaseContext
 from dpreg.preprocess.stats import SuffStats
 from dpreg.privacy import mechanisms as mech
 from dpreg.privacy.mechanisms import Release
+from dpreg.seeding import as_generator
 
 __all__ = ["ENTRIES", "fit_diffprivlib", "library_seeds"]
 
@@ -72,6 +73,7 @@ def library_seeds(rng: np.random.Generator, size: int) -> np.ndarray:
     advanced, so a second call on it draws new seeds; a generator already
     drawn from gives its next ``size`` 32-bit integers.
     """
+    rng = as_generator(rng)
     bg = rng.bit_generator
     seq = getattr(bg, "seed_seq", None)
     fresh = isinstance(seq, np.random.SeedSequence) and bg.state == type(bg)(seq).state
