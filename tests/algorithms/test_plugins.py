@@ -387,3 +387,58 @@ def test_no_module_but_the_wrapper_names_diffprivlib():
         if "diffprivlib" in p.read_text(encoding="utf-8")
     )
     assert naming == [os.path.join("algorithms", "peers.py")]
+
+
+# --------------------------------------------------------------------------
+# diffprivlib as an ordinary entry: the same trials as the former peer path
+# --------------------------------------------------------------------------
+def test_library_seeds_of_a_fresh_generator_are_its_seed_sequence_words():
+    from dpreg.algorithms.peers import library_seeds
+
+    ss = np.random.SeedSequence(12345)
+    rng = np.random.default_rng(ss)
+    first = library_seeds(rng, 4)
+    np.testing.assert_array_equal(first, ss.generate_state(4))
+    # the generator moved on: a second call gives other seeds, not the same again
+    assert not np.array_equal(library_seeds(rng, 4), first)
+    # prefix-stable in the number of repeats
+    np.testing.assert_array_equal(
+        library_seeds(np.random.default_rng(ss), 2), ss.generate_state(4)[:2]
+    )
+
+
+def test_diffprivlib_trials_equal_the_former_peer_fits():
+    """The former sweep fitted diffprivlib with seeds ``seed_sequence(seed, dataset, variant,
+    fold, "diffprivlib", eps).generate_state(R)``; the entry reproduces those fits exactly."""
+    from dpreg.algorithms.peers import fit_diffprivlib
+    from dpreg.preprocess import ArraySource, VariantSpec, fold_rows, fold_statistics
+    from dpreg.seeding import seed_sequence
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(240, 3))
+    y = X @ np.array([0.4, -0.2, 0.1]) + 0.1 * rng.normal(size=240)
+    variant = {"stats": "train", "scale": "maxnorm"}
+    frame = sweep_arrays(
+        X,
+        y,
+        dataset="toy",
+        seed=9,
+        folds=2,
+        variants={"m": variant},
+        epsilons=[1.0],
+        delta=1e-6,
+        algorithms=["diffprivlib"],
+        repeats=3,
+    )
+    assert set(frame["calibration"]) == {"external"}  # as in provenance's ledger
+    from dpreg.engine.sweep import CHUNK_ROWS, assign_folds
+
+    fold = assign_folds(240, 2, seed=9, dataset="toy")
+    source = ArraySource(X, y, fold, chunk_rows=CHUNK_ROWS)
+    fd = next(iter(fold_statistics(source, VariantSpec.from_dict(variant, "m"), folds=2)))
+    Xtr, ytr = fold_rows(source, fd)
+    seeds = seed_sequence(9, "toy", "m", fd.fold, "diffprivlib", 1.0).generate_state(3)
+    theta = fit_diffprivlib(Xtr, ytr, epsilon=1.0, seeds=seeds)
+    mse = fd.test.sse(theta) / fd.test.m
+    got = frame[frame["fold"] == fd.fold].sort_values("repeat")["mse"].to_numpy()
+    np.testing.assert_allclose(got, mse, rtol=1e-12)
