@@ -10,11 +10,6 @@
 # the sweeps that run that algorithm.
 
 
-def sweep_code(wildcards):
-    """Algorithm -> code fingerprint of the algorithms of one sweep (reruns follow the code)."""
-    return PLAN.sweep_code(wildcards.dataset, wildcards.shard)
-
-
 rule run_sweep:
     """Every trial of one dataset and shard -> results/trials/<dataset>/<shard>.parquet."""
     input:
