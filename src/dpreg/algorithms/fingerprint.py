@@ -23,6 +23,7 @@ import ast
 import hashlib
 import importlib.util
 import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ _PACKAGE = "dpreg.algorithms"
 _SHARED = frozenset({"base", "fits", "registry", "plugins", "fingerprint"})
 
 
+@lru_cache(maxsize=512)
 def _file_of(module: str) -> Path | None:
     loaded = sys.modules.get(module)
     path = getattr(loaded, "__file__", None)
@@ -41,6 +43,18 @@ def _file_of(module: str) -> Path | None:
         spec = importlib.util.find_spec(module)
         path = spec.origin if spec is not None else None
     return Path(path) if path and str(path).endswith(".py") else None
+
+
+def _stamp(path: Path) -> tuple[str, int, int]:
+    st = path.stat()
+    return str(path), st.st_mtime_ns, st.st_size
+
+
+@lru_cache(maxsize=512)
+def _read(stamp: tuple[str, int, int]) -> tuple[bytes, frozenset[str]]:
+    """A file's bytes and the family modules it imports (cached until the file changes)."""
+    data = Path(stamp[0]).read_bytes()
+    return data, frozenset(_family_imports(ast.parse(data)))
 
 
 def _family_imports(tree: ast.AST) -> set[str]:
@@ -80,7 +94,7 @@ def source_files(name: str) -> dict[str, Path]:
     todo = [first]
     while todo:
         path = todo.pop()
-        for mod in sorted(_family_imports(ast.parse(path.read_text(encoding="utf-8")))):
+        for mod in sorted(_read(_stamp(path))[1]):
             if mod not in files:
                 f = _file_of(mod)
                 if f is not None:
@@ -94,7 +108,7 @@ def code_fingerprint(name: str) -> str:
     h = hashlib.sha256()
     for label, path in sorted(source_files(name).items()):
         h.update(label.encode("utf-8") + b"\0")
-        h.update(path.read_bytes())
+        h.update(_read(_stamp(path))[0])
         h.update(b"\0")
     return h.hexdigest()
 
