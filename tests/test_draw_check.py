@@ -64,6 +64,10 @@ def test_every_private_entry_records_a_draw_for_each_noisy_release(name, data):
             r.mechanism == "failure" and r.delta > 0
         ):
             assert r.name in named, f"{name}: no draw recorded for {r.name}"
+    if all(r.mechanism == "external" for r in rel):
+        # calibrated inside a library (diffprivlib): its draws are the library's own
+        assert not named
+        return
     # dropping every draw of one release makes the check fail
     first = next(iter(named))
     assert drawcheck.compare_draws(

@@ -323,7 +323,6 @@ def test_config_readme_examples_are_valid_configs():
     import jsonschema
 
     from dpreg.algorithms import ALGORITHMS
-    from dpreg.algorithms.peers import PEERS
 
     schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
     examples = _readme_config_examples()
@@ -331,7 +330,7 @@ def test_config_readme_examples_are_valid_configs():
     for cfg in examples:
         jsonschema.validators.validator_for(schema)(schema).validate(cfg)
         for exp_id, exp in cfg["experiments"].items():
-            assert set(exp["algorithms"]) <= set(ALGORITHMS) | set(PEERS), exp_id
+            assert set(exp["algorithms"]) <= set(ALGORITHMS), exp_id
             assert set(exp["variants"]) <= set(cfg["variants"]), exp_id
             datasets = exp.get("datasets", "all")
             assert datasets == "all" or set(datasets) <= set(cfg["datasets"]), exp_id

@@ -41,7 +41,7 @@ def clip_rows(X: np.ndarray, bound: float) -> np.ndarray:
     ``x_i <- x_i * min(1, bound / ||x_i||_2)``: each row is mapped on its
     own, with a bound fixed in advance, so one person's row never changes
     another's and the map can precede any private algorithm (it is the
-    clipping of diffprivlib, and of per-example gradients in Abadi et al.
+    clipping of IBM's DP library, and of per-example gradients in Abadi et al.
     2016, Algorithm 1).
     Rows inside the ball are returned unchanged (bit for bit).
 

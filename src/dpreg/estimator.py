@@ -31,7 +31,7 @@ guarantee.  :mod:`dpreg.preprocess` has the private alternative (statistics
 released with noise, from declared public ranges).
 
 Per-feature bounds: instead of ``bounds=(B_X, B_Y)``, give
-``bounds_X=(lower, upper)`` and ``bounds_y=(lo, hi)`` (diffprivlib's form);
+``bounds_X=(lower, upper)`` and ``bounds_y=(lo, hi)`` (IBM's DP library's form);
 they are translated to the norm bounds of the smallest balls centred at 0
 that hold the box, ``B_X = ||max(|lower|, |upper|)||_2`` and
 ``B_Y = max(|lo|, |hi|)`` (:func:`box_norm_bounds`), and ``clip=True`` clips
@@ -194,7 +194,7 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
         Norm bounds ``(B_X, B_Y)``.  When neither ``bounds`` nor
         ``bounds_X``/``bounds_y`` is given, ``(1.0, 1.0)``.
     bounds_X : (lower, upper), optional
-        Per-feature bounds, as in diffprivlib: ``lower`` and ``upper`` are
+        Per-feature bounds, as in IBM's DP library: ``lower`` and ``upper`` are
         scalars (the same for every feature) or arrays of shape
         ``(n_features,)``, finite, with ``lower <= upper``.  The algorithms
         need a norm bound; the box is inside the ball of radius

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from dpreg._validation import DPRegError
-from dpreg.engine import plan as plan_module
-from dpreg.engine.plan import CHAOTIC_PEERS, PRIORITY, SWEEP_PRIORITY_BASE, Plan, shard_of
+from dpreg.algorithms import ALGORITHMS
+from dpreg.engine.plan import PRIORITY, SWEEP_PRIORITY_BASE, Plan, shard_of
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -40,16 +40,23 @@ def exp(algorithms, variants=("v1",), datasets="all", **extra) -> dict[str, Any]
     return {"algorithms": list(algorithms), "variants": list(variants), "datasets": ds, **extra}
 
 
+def _diffprivlib_installed(monkeypatch, installed: bool) -> None:
+    """The diffprivlib entry, its package reported as installed or not (its ``requires``)."""
+    entry = ALGORITHMS["diffprivlib"]
+    needs = ("numpy",) if installed else ("dpreg_no_such_package",)
+    monkeypatch.setitem(ALGORITHMS, "diffprivlib", dataclasses.replace(entry, requires=needs))
+
+
 @pytest.fixture
 def no_diffprivlib(monkeypatch):
     """diffprivlib reported as not installed."""
-    monkeypatch.setattr(plan_module, "diffprivlib_available", lambda: False)
+    _diffprivlib_installed(monkeypatch, False)
 
 
 @pytest.fixture
 def with_diffprivlib(monkeypatch):
     """diffprivlib reported as installed (whether it is or not)."""
-    monkeypatch.setattr(plan_module, "diffprivlib_available", lambda: True)
+    _diffprivlib_installed(monkeypatch, True)
 
 
 # --------------------------------------------------------------------------
@@ -237,7 +244,7 @@ def test_missing_optional_algorithm_is_skipped_with_a_note(no_diffprivlib):
 def test_installed_optional_algorithm_runs_with_the_chaotic_note(with_diffprivlib):
     cfg = make_config(e1=exp(["adassp", "diffprivlib"]))
     plan = Plan.from_config(cfg)
-    assert "diffprivlib" in CHAOTIC_PEERS
+    assert ALGORITHMS["diffprivlib"].note == "numerically chaotic fits, differ across machines"
     assert plan.algorithms("e1") == ["adassp", "diffprivlib"]
     assert plan.skipped == {} and plan.warnings() == []
     assert plan.shards == ["rows", "stats"]
@@ -297,7 +304,7 @@ def test_unknown_names_stop_with_a_message_naming_them(edit, message):
 
 @pytest.mark.parametrize("installed", [True, False])
 def test_unknown_algorithm_lists_every_known_name(monkeypatch, installed):
-    monkeypatch.setattr(plan_module, "diffprivlib_available", lambda: installed)
+    _diffprivlib_installed(monkeypatch, installed)
     cfg = make_config()
     _unknown_algorithm(cfg)
     with pytest.raises(DPRegError) as info:

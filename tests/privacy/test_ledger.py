@@ -18,7 +18,7 @@ from scipy.stats import norm
 
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS
-from dpreg.algorithms.peers import peer_entry, peer_ledger
+from dpreg.engine.run_ledger import ledger_entry, trial_columns
 from dpreg.preprocess import (
     PublicRanges,
     private_stat_releases,
@@ -92,8 +92,11 @@ def test_external_and_stated_releases_cost_their_stated_budget():
     cols = release_columns([ext], delta=DELTA)
     assert cols["releases"] == "diffprivlib:library@(1.5,0)"
     assert (cols["eps_basic"], cols["eps_exact"], cols["delta_exact"]) == (1.5, 1.5, 0.0)
-    assert peer_ledger("diffprivlib", 1.5)["eps_exact"] == 1.5
-    assert peer_entry("diffprivlib", 1.5, delta=DELTA)["total"]["exact_epsilon"] == 1.5
+    # the diffprivlib entry's ledger: its one external release, at face value
+    cols = trial_columns("diffprivlib", [1.5], delta=DELTA, d=3, rho=0.05)[1.5]
+    assert cols["eps_exact"] == 1.5 and cols["delta_exact"] == 0.0
+    entry = ledger_entry("diffprivlib", epsilon=1.5, delta=DELTA, d=3)
+    assert entry["total"]["exact_epsilon"] == 1.5 and entry["calibration"] == "external"
     stated = mech.stated_release(
         "theta", mechanism="objpert", epsilon=0.4, delta=2e-7, calibration="kst"
     )

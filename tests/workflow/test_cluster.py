@@ -80,13 +80,12 @@ def _n_sweeps(cfg: dict) -> int:
     or "rows" (the algorithms that fit on rows, ``needs_rows``, and peers).
     """
     from dpreg.algorithms import ALGORITHMS
-    from dpreg.algorithms.peers import PEERS
 
     pairs = set()
     for exp in cfg["experiments"].values():
         datasets = list(cfg["datasets"]) if exp["datasets"] == "all" else exp["datasets"]
         for alg in exp["algorithms"]:
-            shard = "rows" if alg in PEERS or ALGORITHMS[alg].needs_rows else "stats"
+            shard = "rows" if ALGORITHMS[alg].needs_rows else "stats"
             pairs.update((ds, shard) for ds in datasets)
     return len(pairs)
 

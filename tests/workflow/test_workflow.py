@@ -431,9 +431,8 @@ def test_lint_is_clean(tmp_path):
 def shard_of(algorithm: str) -> str:
     """The trial file of an algorithm: "rows" when it fits on rows (or is a peer), else "stats"."""
     from dpreg.algorithms import ALGORITHMS
-    from dpreg.algorithms.peers import PEERS
 
-    return "rows" if algorithm in PEERS or ALGORITHMS[algorithm].needs_rows else "stats"
+    return "rows" if ALGORITHMS[algorithm].needs_rows else "stats"
 
 
 def expected_shards(config: dict) -> set[str]:

@@ -129,6 +129,11 @@ def sweep_kwargs(wildcards):
     return PLAN.sweep_kwargs(wildcards.dataset, wildcards.shard)
 
 
+def sweep_code(wildcards):
+    """Algorithm -> code fingerprint of one sweep's algorithms: editing one reruns its sweeps."""
+    return PLAN.sweep_code(wildcards.dataset, wildcards.shard)
+
+
 def trial_selection(wildcards):
     """Which trials of its files an experiment summarises (see dpreg.io.trials.read_trials)."""
     return PLAN.trial_selection(wildcards.experiment)

@@ -2,9 +2,12 @@
 # algorithm that works from sufficient statistics, for every variant any
 # experiment of the run uses on that dataset, so each (variant, fold)'s
 # statistics are computed once; the "rows" shard runs the algorithms that fit
-# on the rows and the external peers.  What runs is derived from the config
-# (dpreg.engine.plan: Plan.sweep_plan), so adding algorithms, variants or experiments needs
-# no change here.
+# on the rows.  What runs is derived from the config (dpreg.engine.plan:
+# Plan.sweep_plan), so adding algorithms (built-in or plug-in), variants or
+# experiments needs no change here.  params.code holds the code fingerprint of
+# each algorithm the sweep runs (dpreg.algorithms.fingerprint): editing an
+# algorithm's module (or plug-in file) changes it, so Snakemake reruns exactly
+# the sweeps that run that algorithm.
 
 
 rule run_sweep:
@@ -30,5 +33,6 @@ rule run_sweep:
         runtime=sweep_runtime,
     params:
         sweep=sweep_kwargs,
+        code=sweep_code,
     script:
         "../scripts/run_sweep.py"

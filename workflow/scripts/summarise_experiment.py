@@ -14,6 +14,10 @@ from dpreg.joblog import log_to_file  # noqa: E402 (light: only logging)
 
 log_file = log_to_file(smk.log[0])
 
+from dpreg.algorithms import load_plugins  # noqa: E402
+
+load_plugins(smk.config.get("plugins") or [])  # the run's plug-ins, before any name is used
+
 import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")

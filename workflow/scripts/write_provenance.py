@@ -9,6 +9,10 @@ from dpreg.joblog import log_to_file  # noqa: E402 (light: only logging)
 
 log_file = log_to_file(smk.log[0])
 
+from dpreg.algorithms import load_plugins  # noqa: E402
+
+load_plugins(smk.config.get("plugins") or [])  # the run's plug-ins, before any name is used
+
 from dpreg.engine.run_ledger import ledger_report  # noqa: E402
 from dpreg.io.tables import write_json  # noqa: E402
 from dpreg.report.provenance import provenance  # noqa: E402

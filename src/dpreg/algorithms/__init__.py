@@ -6,7 +6,9 @@ a family module; :data:`ALGORITHMS` holds them all by config name.  See
 
 Families: :mod:`~dpreg.algorithms.baselines` (trivial, OLS, ridge),
 :mod:`~dpreg.algorithms.ssp`, :mod:`~dpreg.algorithms.adassp`,
-:mod:`~dpreg.algorithms.functional`, and the modules added beside them.
+:mod:`~dpreg.algorithms.functional`, and the modules added beside them;
+plug-ins outside the package join them (:mod:`~dpreg.algorithms.plugins`:
+``DPREG_PLUGINS`` and the ``dpreg.algorithms`` entry points are loaded here).
 """
 
 from dpreg.algorithms.base import Algorithm, Style
@@ -18,6 +20,7 @@ from dpreg.algorithms.fits import (
     draw_noise,
     solve_batched,
 )
+from dpreg.algorithms.plugins import PluginError, load_installed, load_plugins
 from dpreg.algorithms.registry import ALGORITHMS, get_algorithm, private_algorithms
 
 __all__ = [
@@ -26,10 +29,14 @@ __all__ = [
     "FitOptions",
     "FitResult",
     "PendingSolve",
+    "PluginError",
     "ReleaseContext",
     "Style",
     "draw_noise",
     "get_algorithm",
+    "load_plugins",
     "private_algorithms",
     "solve_batched",
 ]
+
+load_installed()  # DPREG_PLUGINS and installed entry points, after the built-ins

@@ -152,6 +152,15 @@ class Algorithm:
         Colour, line style and marker in every figure.
     reference : str
         Short citation of where the algorithm (and its formulas) come from.
+    requires : tuple of str
+        Optional packages (import names) the fit needs, e.g. the library an
+        entry wraps; when one is missing the entry stays known but is skipped
+        with ``install_hint`` (:attr:`available`), and provenance records
+        their versions.
+    install_hint : str
+        How to install ``requires`` (e.g. ``pip install 'dpreg[peers]'``).
+    note : str
+        A caveat printed under every figure that draws the algorithm.
     """
 
     name: str
@@ -172,11 +181,21 @@ class Algorithm:
     bound_free: bool = False
     style: Style = Style("0.3")
     reference: str = ""
+    requires: tuple[str, ...] = ()
+    install_hint: str = ""
+    note: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hyperparameters", MappingProxyType(dict(self.hyperparameters)))
         if self.neighbouring not in ("add/remove", "replace-one"):
             raise DPRegError(f"{self.name}: neighbouring must be 'add/remove' or 'replace-one'")
+
+    @property
+    def available(self) -> bool:
+        """Whether every package of :attr:`requires` is importable (not imported here)."""
+        import importlib.util
+
+        return all(importlib.util.find_spec(m) is not None for m in self.requires)
 
     @property
     def noise_stream(self) -> str:

@@ -1,44 +1,37 @@
-"""External peer implementations run on the same folds as dpreg's algorithms.
+"""diffprivlib's ``LinearRegression``: an external library as a registry entry.
 
 ``diffprivlib`` (IBM's Differential Privacy Library, Holohan et al. 2019)
-is an optional dependency (``pip install dpreg[peers]``).  Its
+is an optional dependency (``pip install 'dpreg[peers]'``).  Its
 ``LinearRegression`` implements the functional mechanism (Zhang et al.
-2012) on raw rows, so the peer needs the transformed training rows of each
-fold, not only their sufficient statistics; it is fitted once per repeat
-(the library has no batched interface).
+2012) on raw rows, so the entry needs the transformed training rows of each
+fold (``needs_rows``); it is fitted once per repeat (the library has no
+batched interface).  This module is the only one of dpreg that names the
+library: the entry declares it in ``requires`` (with its install hint), so
+a run without it skips the entry with that hint, and provenance records its
+version -- the same contract a plug-in (:mod:`dpreg.algorithms.plugins`) has.
+
+The library calibrates its noise internally: the entry's one release is
+:func:`dpreg.privacy.mechanisms.external_release`, the budget the library
+states taken at face value, recorded as calibration ``external`` in the
+trial tables and in provenance alike.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import logging
 import warnings
-from typing import Any
 
 import numpy as np
 
+from dpreg.algorithms.base import Algorithm, Style
+from dpreg.algorithms.fits import FitOptions, FitResult, ReleaseContext
+from dpreg.preprocess.stats import SuffStats
 from dpreg.privacy import mechanisms as mech
-from dpreg.privacy.ledger import release_columns
-from dpreg.privacy.mechanisms import Release, compose
+from dpreg.privacy.mechanisms import Release
+from dpreg.seeding import as_generator
 
-__all__ = [
-    "PEERS",
-    "diffprivlib_available",
-    "fit_diffprivlib",
-    "peer_entry",
-    "peer_ledger",
-    "peer_releases",
-]
+__all__ = ["ENTRIES", "fit_diffprivlib", "library_seeds"]
 
-log = logging.getLogger(__name__)
-
-#: Peer names accepted in ``algorithms`` lists besides the registry.
-PEERS = {"diffprivlib": "diffprivlib LinearRegression"}
-
-
-def diffprivlib_available() -> bool:
-    """Whether diffprivlib is importable (checked without importing it)."""
-    return importlib.util.find_spec("diffprivlib") is not None
+_NAME = "diffprivlib"
 
 
 def fit_diffprivlib(
@@ -71,38 +64,62 @@ def fit_diffprivlib(
     return out
 
 
-def peer_releases(name: str, epsilon: float) -> list[Release]:
-    """The releases of a peer run: one externally calibrated pure epsilon-DP release.
+def library_seeds(rng: np.random.Generator, size: int) -> np.ndarray:
+    """``size`` integer seeds for the library, prefix-stable in ``size``.
 
-    The library calibrates its noise internally; the ledger takes the
-    budget it states at face value (:func:`dpreg.privacy.mechanisms.external_release`).
+    A fresh generator (the sweep's: one per fold and epsilon, built from
+    its ``SeedSequence``) gives the first ``size`` words of that
+    ``SeedSequence`` -- the seeds the sweep has always used -- and is then
+    advanced, so a second call on it draws new seeds; a generator already
+    drawn from gives its next ``size`` 32-bit integers.
     """
+    rng = as_generator(rng)
+    bg = rng.bit_generator
+    seq = getattr(bg, "seed_seq", None)
+    fresh = isinstance(seq, np.random.SeedSequence) and bg.state == type(bg)(seq).state
+    drawn = rng.integers(0, 2**32, size=size, dtype=np.uint32)
+    if fresh:
+        assert isinstance(seq, np.random.SeedSequence)
+        return seq.generate_state(size)
+    return drawn
+
+
+def _releases(ctx: ReleaseContext) -> list[Release]:
+    """One externally calibrated pure epsilon-DP release (the library's stated budget)."""
     return [
         mech.external_release(
-            name, epsilon=epsilon, delta=0.0, calibration="functional mechanism (library-internal)"
+            _NAME,
+            epsilon=ctx.epsilon,
+            delta=0.0,
+            calibration="functional mechanism (library-internal)",
         )
     ]
 
 
-def peer_ledger(name: str, epsilon: float, *, delta: float = 1e-6) -> dict[str, Any]:
-    """Ledger columns for a peer (pure epsilon-DP as the library states it)."""
-    return release_columns(peer_releases(name, epsilon), delta=delta)
+def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResult:
+    assert opts.rows is not None and opts.rng is not None
+    X, y = opts.rows
+    theta = fit_diffprivlib(X, y, epsilon=rel[0].epsilon, seeds=library_seeds(opts.rng, opts.size))
+    failed = ~np.all(np.isfinite(theta), axis=1)
+    # the library releases the coefficients themselves
+    released = {rel[0].name: theta.copy()} if opts.capture else None
+    return FitResult(theta, np.full(opts.size, np.nan), failed, released)
 
 
-def peer_entry(name: str, epsilon: float, *, delta: float) -> dict[str, Any]:
-    """The provenance ledger record of a peer run."""
-    rel = peer_releases(name, epsilon)
-    return {
-        "algorithm": name,
-        "epsilon": float(epsilon),
-        "delta": 0.0,
-        "private": True,
-        "reproduction": False,
-        "calibration": "external",
-        # sensitivity and scale are internal to the library: None (not NaN) in JSON
-        "releases": [
-            {k: (None if k in ("sensitivity", "scale") else v) for k, v in r.as_dict().items()}
-            for r in rel
-        ],
-        "total": compose(rel, delta=delta),
-    }
+ENTRIES = [
+    Algorithm(
+        _NAME,
+        "diffprivlib LinearRegression",
+        private=True,
+        calibration="external",
+        release_fn=_releases,
+        fit_fn=_fit,
+        needs_rows=True,
+        style=Style("tab:brown", "-", "v"),
+        reference="Holohan, Braghin, Mac Aonghusa & Levacher 2019 (diffprivlib); "
+        "Zhang et al. 2012 (the functional mechanism it implements)",
+        requires=(_NAME,),
+        install_hint="pip install 'dpreg[peers]'",
+        note="numerically chaotic fits, differ across machines",
+    )
+]

@@ -1,8 +1,7 @@
 """Blocks of trials: one (fold, algorithm) over the epsilon grid and its repeats.
 
 The sweep hands each block the fold's statistics; a block fits every
-(epsilon, repeat) in one batch (:func:`_fit_block`; external peers one fit
-per trial, :func:`_peer_block`), scores the fits on the test fold's
+(epsilon, repeat) in one batch (:func:`_fit_block`), scores the fits on the test fold's
 statistics (:func:`_score`) and records them with their ledger columns
 (:func:`_block`); :func:`_assemble` turns the blocks into the tidy trial
 table (:data:`dpreg.io.tables.TRIAL_COLUMNS`).
@@ -19,7 +18,6 @@ import pandas as pd
 from dpreg.algorithms import (
     Algorithm,
 )
-from dpreg.algorithms.peers import fit_diffprivlib, peer_ledger
 from dpreg.engine.run_ledger import trial_columns
 from dpreg.io.tables import TRIAL_COLUMNS
 from dpreg.preprocess import (
@@ -99,44 +97,6 @@ def _fit_block(
         outside=[alg.outside_validity(epsilon=e, **run) for e in eps_grid],
         calibration=alg.calibration,
         ledger=[ledger[e] for e in eps_grid],
-    )
-
-
-def _peer_block(
-    peer: str,
-    fd: FoldData,
-    vname: str,
-    eps_grid: list[float],
-    *,
-    R: int,
-    rows: tuple[np.ndarray, np.ndarray] | None,
-    dataset: str,
-    delta: float,
-    seed: int,
-) -> dict[str, Any]:
-    """Every (epsilon, repeat) of an external peer on one fold (one library fit per trial)."""
-    assert rows is not None
-    Xtr, ytr = rows
-    thetas = []
-    for eps in eps_grid:
-        ss = seed_sequence(seed, dataset, vname, fd.fold, peer, eps)
-        thetas.append(fit_diffprivlib(Xtr, ytr, epsilon=eps, seeds=ss.generate_state(R)))
-    theta = np.concatenate(thetas)
-    failed = ~np.all(np.isfinite(theta), axis=1)
-    mse, r2 = _score(fd.test, theta, failed)
-    return _block(
-        variant=vname,
-        algorithm=peer,
-        epsilons=eps_grid,
-        fold=fd.fold,
-        R=R,
-        mse=mse,
-        r2=r2,
-        lam=np.full(len(eps_grid) * R, np.nan),
-        failed=failed,
-        outside=[False] * len(eps_grid),
-        calibration="laplace",
-        ledger=[peer_ledger(peer, e, delta=delta) for e in eps_grid],
     )
 
 

@@ -16,7 +16,9 @@ answers every question the rules ask:
 - scheduling: priorities, and memory and runtime per attempt.
 
 The module is pure: it imports no Snakemake, keeps no state between plans
-and never changes the config it is given (the plan holds a deep copy).  The
+and never changes the config it is given (the plan holds a deep copy); the
+one outside effect is registering the config's ``plugins:`` in the algorithm
+registry before any name is checked (:func:`dpreg.algorithms.load_plugins`).  The
 only methods that look at the file system are :meth:`Plan.dataset_source_files`
 and the priorities of the sweeps (data-file sizes, read once per plan), both
 relative to the working directory.
@@ -32,12 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from dpreg._validation import DPRegError
-from dpreg.algorithms import ALGORITHMS, get_algorithm
-from dpreg.algorithms.peers import PEERS, diffprivlib_available
+from dpreg.algorithms import ALGORITHMS, get_algorithm, load_plugins
+from dpreg.algorithms.fingerprint import code_fingerprint
 from dpreg.engine.checks import check_algorithm_params, check_claim_scopes
 
 __all__ = [
-    "CHAOTIC_PEERS",
     "PRIORITY",
     "SWEEP_PRIORITY_BASE",
     "Plan",
@@ -68,24 +69,19 @@ PRIORITY = {"prepare_dataset": 10_000, "write_claims": 2, "summarise_experiment"
 #: lowest priority of a sweep job (above every summary job)
 SWEEP_PRIORITY_BASE = 10
 
-#: peers whose fits are numerically chaotic: their trials change across machines
-#: (BLAS rounding; README.md, "Reproducibility"), so their figures say so
-CHAOTIC_PEERS = ("diffprivlib",)
-
 
 def available_algorithms() -> tuple[set[str], dict[str, str]]:
-    """Registry algorithms plus the external peers whose package is installed.
+    """Registry algorithms whose optional packages (``requires``) are installed.
 
-    Returns (available, optional): names that run, and peer name -> install hint
-    for peers whose package is missing.
+    Returns (available, optional): names that run, and name -> install hint
+    for entries whose package is missing.
     """
-    available = set(ALGORITHMS)
-    optional = {}
-    for name in PEERS:
-        if name == "diffprivlib" and not diffprivlib_available():
-            optional[name] = "pip install 'dpreg[peers]'"
-        else:
-            available.add(name)
+    available = {name for name, alg in ALGORITHMS.items() if alg.available}
+    optional = {
+        name: alg.install_hint or f"install {', '.join(alg.requires)}"
+        for name, alg in ALGORITHMS.items()
+        if not alg.available
+    }
     return available, optional
 
 
@@ -95,12 +91,10 @@ def shard_of(algorithm: str) -> str:
     Algorithms that work from sufficient statistics share one job per
     dataset ("stats"), so each (variant, fold)'s statistics are computed once
     for all of them; algorithms that fit on the rows (`needs_rows` in the
-    registry) and external peers share a second one ("rows"), which runs
+    registry) share a second one ("rows"), which runs
     beside the first.  Two jobs per dataset: each job pays its start-up and
     imports once (about a second), however many algorithms it runs.
     """
-    if algorithm in PEERS:
-        return "rows"
     return "rows" if get_algorithm(algorithm).needs_rows else "stats"
 
 
@@ -183,6 +177,7 @@ class Plan:
         does not run.
         """
         config = copy.deepcopy(dict(cfg))
+        load_plugins(config.get("plugins") or [])  # before any name is checked
         skipped = _check_experiments(config)
         plan = cls(config=config, experiments=_run_experiments(config), skipped=skipped)
         for exp in plan.experiments:
@@ -382,6 +377,12 @@ class Plan:
             "public_ranges": cfg.get("public_ranges", {}).get(dataset),
         }
 
+    def sweep_code(self, dataset: str, shard: str) -> dict[str, str]:
+        """Algorithm -> code fingerprint (dpreg.algorithms.fingerprint) of one sweep's
+        algorithms: a param of the job, so editing an algorithm reruns its sweeps only."""
+        algs = sorted({a for algs in self.sweep_plan(dataset, shard).values() for a in algs})
+        return {a: code_fingerprint(a) for a in algs}
+
     def trial_selection(self, experiment: str) -> dict[str, Any]:
         """Which trials of its files an experiment summarises (see dpreg.io.trials.read_trials)."""
         exp = self.config["experiments"][experiment]
@@ -414,7 +415,7 @@ class Plan:
 
     def figure_notes(self, experiment: str) -> list[str]:
         """Notes under an experiment's figure: skipped optional algorithms, repeats
-        other than cv.repeats, numerically chaotic peers."""
+        other than cv.repeats, the entries' own notes (e.g. numerically chaotic fits)."""
         notes = [
             f"{name} not installed ({hint})"
             for name, hint in self.skipped.get(experiment, {}).items()
@@ -424,9 +425,8 @@ class Plan:
         if odd:
             listed = ", ".join(f"{a} {r}" for a, r in odd.items())
             notes.append(f"repeats per fold: {listed} (others {default})")
-        chaotic = [a for a in self.algorithms(experiment) if a in CHAOTIC_PEERS]
-        if chaotic:
-            notes.append(f"{', '.join(chaotic)}: numerically chaotic fits, differ across machines")
+        algs = self.algorithms(experiment)
+        notes += [f"{a}: {ALGORITHMS[a].note}" for a in algs if ALGORITHMS[a].note]
         return notes
 
     def plot_kwargs(self, experiment: str) -> dict[str, Any]:

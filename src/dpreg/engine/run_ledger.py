@@ -14,7 +14,6 @@ from typing import Any
 
 from dpreg._validation import DPRegError
 from dpreg.algorithms import get_algorithm
-from dpreg.algorithms.peers import PEERS, peer_entry
 from dpreg.preprocess import VariantSpec, nonprivate_statistics
 from dpreg.privacy.ledger import release_columns, releases_entry
 
@@ -128,11 +127,6 @@ def ledger_report(config: Mapping[str, Any], dims: Mapping[str, int]) -> dict[st
     used = sorted({a for e in config["experiments"].values() for a in e["algorithms"]})
     algorithms: dict[str, Any] = {}
     for name in used:
-        if name in PEERS:
-            algorithms[name] = {
-                repr(float(e)): peer_entry(name, e, delta=delta) for e in config["epsilons"]
-            }
-            continue
         try:
             per_ds = {
                 ds: {

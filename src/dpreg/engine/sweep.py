@@ -49,8 +49,7 @@ from dpreg.algorithms import (
     Algorithm,
     get_algorithm,
 )
-from dpreg.algorithms.peers import PEERS, diffprivlib_available
-from dpreg.engine.blocks import _assemble, _fit_block, _peer_block
+from dpreg.engine.blocks import _assemble, _fit_block
 from dpreg.engine.private_runs import _private_stats_blocks
 from dpreg.io.tables import TRIAL_COLUMNS
 from dpreg.preprocess import (
@@ -162,8 +161,7 @@ def sweep_source(
     ``source.chunks()`` must yield fold ids made by :func:`assign_folds`.
     ``algorithm_params`` maps an algorithm name to hyperparameters overriding
     its registry defaults.  Algorithms that need rows
-    (:attr:`~dpreg.algorithms.Algorithm.needs_rows`) and external peers get
-    the transformed training rows of each fold.  ``ranges`` are the declared
+    (:attr:`~dpreg.algorithms.Algorithm.needs_rows`) get the transformed training rows of each fold.  ``ranges`` are the declared
     public ranges of the dataset (needed only by private-stats variants).
     """
     work = _normalise_plan(variants, algorithms, repeats, plan)
@@ -172,7 +170,7 @@ def sweep_source(
     params = dict(algorithm_params or {})
     blocks: list[dict[str, Any]] = []
     for vname, spec in specs.items():
-        algs, peers = _split_algorithms(work[vname], dataset)
+        algs = _split_algorithms(work[vname], dataset)
         if spec.private_stats is not None:
             blocks.extend(
                 _private_stats_blocks(
@@ -192,7 +190,7 @@ def sweep_source(
                 )
             )
             continue
-        need_rows = bool(peers) or any(a.needs_rows for a, _ in algs)
+        need_rows = any(a.needs_rows for a, _ in algs)
         for fd in fold_statistics(source, spec, folds=folds):
             rows = fold_rows(source, fd) if need_rows else None
             for alg, R in algs:
@@ -212,20 +210,6 @@ def sweep_source(
                         params=params.get(alg.name),
                     )
                 )
-            for peer, R in peers:
-                blocks.append(
-                    _peer_block(
-                        peer,
-                        fd,
-                        vname,
-                        eps_grid,
-                        R=R,
-                        rows=rows,
-                        dataset=dataset,
-                        delta=delta,
-                        seed=seed,
-                    )
-                )
     frame = _assemble(blocks, dataset=dataset, delta=delta, seed=seed)
     flagged = set(frame.loc[frame["outside_validity"], "algorithm"])
     # reproductions of published code (Wang's scales) are labelled as such in the
@@ -242,19 +226,23 @@ def sweep_source(
     return frame
 
 
-def _split_algorithms(
-    algs: Mapping[str, int], dataset: str
-) -> tuple[list[tuple[Algorithm, int]], list[tuple[str, int]]]:
-    """Registry algorithms and external peers (with their repeats) of one variant."""
-    peers = [(a, R) for a, R in algs.items() if a in PEERS]
-    if any(a == "diffprivlib" for a, _ in peers) and not diffprivlib_available():
-        log.warning(
-            "%s: diffprivlib is not installed; its curve is skipped "
-            "(pip install 'dpreg[peers]' to include it)",
-            dataset,
-        )
-        peers = [(a, R) for a, R in peers if a != "diffprivlib"]
-    return [(get_algorithm(a), R) for a, R in algs.items() if a not in PEERS], peers
+def _split_algorithms(algs: Mapping[str, int], dataset: str) -> list[tuple[Algorithm, int]]:
+    """Registry entries (with their repeats) of one variant, without those whose optional
+    package (:attr:`~dpreg.algorithms.Algorithm.requires`) is missing: skipped with a warning."""
+    out = []
+    for name, R in algs.items():
+        alg = get_algorithm(name)
+        if not alg.available:
+            log.warning(
+                "%s: %s needs %s, which is not installed; its curve is skipped (%s to include it)",
+                dataset,
+                name,
+                ", ".join(alg.requires),
+                alg.install_hint or "install it",
+            )
+            continue
+        out.append((alg, R))
+    return out
 
 
 def sweep_arrays(

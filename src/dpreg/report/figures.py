@@ -45,6 +45,7 @@ from matplotlib.lines import Line2D
 from matplotlib.transforms import blended_transform_factory
 
 from dpreg._validation import DPRegError
+from dpreg.algorithms import ALGORITHMS
 from dpreg.report.lines import _Line, _ordered, _private_lines, _reference_lines, panel_grid
 
 __all__ = [
@@ -234,9 +235,12 @@ def _prepare(table: pd.DataFrame, experiment: str, stat: str) -> pd.DataFrame:
 
 
 def _title(title: str | None, experiment: str, algorithms: Sequence[str]) -> str:
+    """The title, naming the external libraries drawn (an entry's ``requires``) it does not."""
     text = title or experiment
-    if "diffprivlib" in algorithms and "diffprivlib" not in text.lower():
-        text += " (and diffprivlib)"
+    libraries = [lib for a in algorithms if a in ALGORITHMS for lib in ALGORITHMS[a].requires]
+    for lib in dict.fromkeys(libraries):
+        if lib.lower() not in text.lower():
+            text += f" (and {lib})"
     return text
 
 
@@ -299,8 +303,8 @@ def plot_experiment(
     experiment : str
         Experiment id (the figure title when ``title`` is None).
     title : str, optional
-        Figure title; " (and diffprivlib)" is added when that peer is drawn
-        and the title does not name it.
+        Figure title; " (and <library>)" is added when an entry wrapping an
+        external library (its ``requires``) is drawn and the title does not name it.
     dataset_info : mapping
         Dataset name -> (n, d), shown in the panel titles; its order is the
         panel order (datasets of the table it does not list come last).

@@ -2,7 +2,7 @@
 
 Labels, colours, line styles and markers come from the algorithm registry
 (:data:`dpreg.algorithms.ALGORITHMS`: ``label`` and ``style``), with
-fallbacks for names it does not hold (optional peers, old tables).  A
+fallbacks for names it does not hold (old tables).  A
 private algorithm is one line per variant; a non-private reference is drawn
 once, or once per variant (in its own dash patterns) when its curves differ
 between the variants of a figure (:func:`_private_lines`,
@@ -26,14 +26,12 @@ from dpreg.algorithms import ALGORITHMS
 __all__ = ["algorithm_label", "algorithm_style", "is_reference", "panel_grid"]
 
 
-#: Styles of names the registry does not hold (optional peers, old tables).
+#: Styles of names the registry does not hold (old tables).
 _FALLBACK_STYLES: dict[str, tuple[str, str, str]] = {
-    "diffprivlib": ("tab:brown", "-", "v"),
     "ridge": ("black", "--", ""),
     "trivial": ("0.5", ":", ""),
     "ols": ("tab:brown", "-.", ""),
 }
-_FALLBACK_LABELS = {"diffprivlib": "diffprivlib LinearRegression"}
 _NON_PRIVATE_FALLBACK = frozenset({"ridge", "trivial", "ols"})
 
 #: Dash patterns of a reference drawn once per variant (curves differ), by the
@@ -58,7 +56,7 @@ def _registry() -> Mapping[str, Any]:
 def is_reference(algorithm: str) -> bool:
     """Whether ``algorithm`` is non-private (drawn as a reference curve).
 
-    Names the registry does not know (e.g. an optional peer) count as
+    Names the registry does not know (e.g. a plug-in not loaded) count as
     private unless they are ``ridge``, ``trivial`` or ``ols``.
     """
     spec = _registry().get(algorithm)
@@ -71,7 +69,7 @@ def algorithm_label(algorithm: str) -> str:
     """Legend label of an algorithm: the registry's ``label`` (else the name)."""
     spec = _registry().get(algorithm)
     label = getattr(spec, "label", None) if spec is not None else None
-    return str(label or _FALLBACK_LABELS.get(algorithm, algorithm))
+    return str(label or algorithm)
 
 
 def algorithm_style(algorithm: str) -> tuple[Any, Any, str]:

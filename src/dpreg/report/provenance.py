@@ -1,7 +1,10 @@
-"""What a run depended on: configuration hash, package versions, data checksums.
+"""What a run depended on: configuration hash, package versions, data checksums, code.
 
 The record has no timestamps, so a rerun with the same inputs gives the
-same bytes (written by :func:`dpreg.io.tables.write_json`).
+same bytes (written by :func:`dpreg.io.tables.write_json`).  Which code ran
+is recorded per algorithm (its fingerprint, :mod:`dpreg.algorithms.fingerprint`,
+and the plug-in file it came from), with the dpreg version and, when dpreg
+runs from a git checkout, the commit (and whether the checkout had changes).
 """
 
 from __future__ import annotations
@@ -9,23 +12,29 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+import subprocess
 from collections.abc import Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from dpreg._version import __version__
+from dpreg.algorithms import ALGORITHMS
+from dpreg.algorithms.fingerprint import code_record
 from dpreg.io.tables import plain
 
 __all__ = [
     "PROVENANCE_PACKAGES",
+    "algorithm_code",
     "canonical_json",
     "config_hash",
+    "git_state",
     "package_versions",
     "provenance",
 ]
 
-#: Packages whose versions are recorded in the provenance.
+#: Packages whose versions are recorded in the provenance (besides the optional
+#: packages registry entries require, :func:`provenance_packages`).
 PROVENANCE_PACKAGES = (
     "dpreg",
     "numpy",
@@ -35,9 +44,46 @@ PROVENANCE_PACKAGES = (
     "matplotlib",
     "snakemake",
     "ucimlrepo",
-    "diffprivlib",
     "scikit-learn",
 )
+
+
+def provenance_packages() -> tuple[str, ...]:
+    """:data:`PROVENANCE_PACKAGES` and every package a registry entry ``requires``."""
+    required = [m for alg in ALGORITHMS.values() for m in alg.requires]
+    return tuple(dict.fromkeys([*PROVENANCE_PACKAGES, *sorted(required)]))
+
+
+def git_state(path: str | Path | None = None) -> dict[str, Any] | None:
+    """Commit of the git checkout holding ``path`` (default: dpreg's source), or None.
+
+    ``dirty`` says whether tracked files under ``path``'s checkout differ from
+    the commit (then the commit alone does not name the code that ran).
+    """
+    where = Path(path) if path is not None else Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(where), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None  # not a checkout (an installed package) or no git
+    return {"commit": commit, "dirty": bool(status.strip())}
+
+
+def algorithm_code(names: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Algorithm -> its code record (fingerprint, module, modules hashed, plug-in file)."""
+    return {name: code_record(name) for name in sorted(set(names))}
 
 
 def canonical_json(obj: Any) -> str:
@@ -68,7 +114,7 @@ def provenance(
     config: Mapping[str, Any],
     metas: Mapping[str, Mapping[str, Any]],
     tables: Mapping[str, str | Path] | None = None,
-    packages: Iterable[str] = PROVENANCE_PACKAGES,
+    packages: Iterable[str] | None = None,
 ) -> dict[str, Any]:
     """What a run depended on, without timestamps (reruns give identical bytes).
 
@@ -81,15 +127,19 @@ def provenance(
         :func:`dpreg.data.prepare_dataset` (n, d, sha256, source, ...).
     tables : mapping, optional
         Experiment id -> summary table path; their SHA-256 is recorded.
-    packages : iterable of str
-        Distributions whose versions are recorded.
+    packages : iterable of str, optional
+        Distributions whose versions are recorded (default:
+        :func:`provenance_packages`).
 
     Returns
     -------
     dict
-        ``config_sha256``, ``config``, ``dpreg_version``, ``python``,
-        ``packages``, ``datasets`` (name -> n, d, sha256, source, target,
-        features) and ``tables`` (id -> sha256).
+        ``config_sha256``, ``config``, ``dpreg_version``, ``git`` (commit and
+        dirty flag, or None outside a checkout), ``python``, ``packages``,
+        ``algorithms`` (name -> code fingerprint, module, plug-in file; every
+        algorithm of the config's experiments), ``plugins`` (the config's),
+        ``datasets`` (name -> n, d, sha256, source, target, features) and
+        ``tables`` (id -> sha256).
     """
     datasets = {}
     for name, meta in sorted(metas.items()):
@@ -101,12 +151,16 @@ def provenance(
     table_sums = {}
     for name, path in sorted((tables or {}).items()):
         table_sums[name] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    used = [a for exp in (config.get("experiments") or {}).values() for a in exp["algorithms"]]
     return {
         "config_sha256": config_hash(config),
         "config": plain(config),
         "dpreg_version": __version__,
+        "git": git_state(),
         "python": platform.python_version(),
-        "packages": package_versions(packages),
+        "packages": package_versions(provenance_packages() if packages is None else packages),
+        "algorithms": algorithm_code(used),
+        "plugins": list(config.get("plugins") or []),
         "datasets": datasets,
         "tables": table_sums,
     }
