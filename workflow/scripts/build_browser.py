@@ -9,7 +9,10 @@ from dpreg.joblog import log_to_file  # noqa: E402 (light: only logging)
 
 log_file = log_to_file(smk.log[0])
 
+from dpreg.algorithms import load_plugins  # noqa: E402
 from dpreg.report.browser import build_browser  # noqa: E402
+
+load_plugins(smk.config.get("plugins") or [])  # the run's plug-ins, before any name is used
 
 page = build_browser(
     Path(smk.output.page).parent,
