@@ -729,6 +729,12 @@ def test_bound_free_is_exactly_the_entries_whose_releases_ignore_the_bounds():
         if not alg.private:
             continue
         kw = {"epsilon": 1.0, "delta": DELTA, "d": 3, "n": 1000}
+        rel = alg.releases(**kw)
+        if rel and all(r.mechanism == "external" for r in rel):
+            # an external library states its cost without a scale (diffprivlib is handed
+            # the per-feature bounds and calibrates inside): the bounds are given, not free
+            assert not alg.bound_free, name
+            continue
         same = fields(alg.releases(**kw)) == fields(alg.releases(**kw, bound_x=3.0, bound_y=5.0))
         assert same == alg.bound_free, name
         if alg.bound_free:
