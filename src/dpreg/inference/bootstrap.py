@@ -200,6 +200,12 @@ class DesignBootstrap:
         ``(G, K R)`` test MSE of each cell; NaN for a failed or missing trial.
     counts : numpy.ndarray
         ``(B, K R)`` replicate counts from :func:`resample_counts`.
+    failed : numpy.ndarray
+        ``(G, K R)`` True where a trial failed (or its error is not finite).
+
+    With ``score_failed=True`` a failed trial keeps the error the sweep
+    recorded for it (the trivial predictor's, theta = 0) instead of being
+    left out: the claims score a failure as what the algorithm outputs.
     """
 
     def __init__(
@@ -209,6 +215,7 @@ class DesignBootstrap:
         seed: int,
         resamples: int,
         median_cache: dict[tuple, tuple[float, np.ndarray]] | None = None,
+        score_failed: bool = False,
     ):
         missing = [c for c in BOOTSTRAP_TRIAL_COLUMNS if c not in trials.columns]
         if missing:
@@ -218,7 +225,10 @@ class DesignBootstrap:
             raise DPRegError(f"DesignBootstrap takes one dataset, got {sorted(names)}")
         self.dataset = str(names[0])
         mse = trials["mse"].to_numpy(dtype=float)
-        bad = trials["failed"].to_numpy(dtype=bool) | ~np.isfinite(mse)
+        failed = trials["failed"].to_numpy(dtype=bool)
+        # score_failed: a failed trial counts with its recorded error (the sweep scores
+        # a failed fit as theta = 0, the trivial predictor) instead of being left out
+        bad = ~np.isfinite(mse) if score_failed else failed | ~np.isfinite(mse)
         fold_ids, fold_idx = _unique_inverse(trials["fold"].to_numpy())
         rep_ids, rep_idx = _unique_inverse(trials["repeat"].to_numpy())
         K, R = len(fold_ids), len(rep_ids)
@@ -232,6 +242,8 @@ class DesignBootstrap:
             )
         self.values = np.full((G, K * R), np.nan)
         self.values[cell_idx, slot] = np.where(bad, np.nan, mse)
+        self.failed = np.zeros((G, K * R), dtype=bool)
+        self.failed[cell_idx, slot] = failed | ~np.isfinite(mse)
         self.folds, self.repeats = K, R
         self.resamples = check_resamples(resamples)
         # drawn once per design and process, shared read-only by every DesignBootstrap
