@@ -186,9 +186,7 @@ def finish_claims(
         )
         for c in claims
     }
-    p_raw = {
-        c.id: decision_p_value(pooled[c.id], expect=c.expect, margin=c.margin) for c in claims
-    }
+    p_raw = {c.id: decision_p_value(pooled[c.id], expect=c.expect, margin=c.margin) for c in claims}
     family = [c for c in claims if status[c.id][0] == "confirmatory"]
     levels, decided = holm([p_raw[c.id] for c in family], alpha)
     adjusted = {c.id: (float(a), bool(d)) for c, a, d in zip(family, levels, decided, strict=True)}

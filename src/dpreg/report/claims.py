@@ -23,6 +23,7 @@ import yaml
 from dpreg._validation import DPRegError
 from dpreg.inference.claims import parse_claims
 from dpreg.inference.evaluation import evaluate_claims
+from dpreg.inference.registry import attach_claims
 from dpreg.io.tables import (
     read_claims,
     write_claims,
@@ -157,7 +158,7 @@ def _load_config(path: str | Path) -> dict[str, Any]:
         cfg = yaml.safe_load(fh)
     if not isinstance(cfg, dict) or "experiments" not in cfg:
         raise DPRegError(f"{path}: not a dpreg configuration (no 'experiments' key)")
-    return cfg
+    return attach_claims(cfg)  # the claims file and its registration record
 
 
 def _cli_trial_files(cfg: Mapping[str, Any], root: Path):
