@@ -477,6 +477,19 @@ def test_committed_readme_blocks_match_their_claims_tables():
         )
 
 
+def _write_cli_config(folder, cfg):
+    """c.yaml without the claims, and the claims in claims.yaml (named by claims_file)."""
+    import yaml
+
+    experiments = {
+        e: {k: v for k, v in x.items() if k != "claims"} for e, x in cfg["experiments"].items()
+    }
+    claims = {e: x["claims"] for e, x in cfg["experiments"].items() if x.get("claims")}
+    (folder / "claims.yaml").write_text(yaml.safe_dump(claims), encoding="utf-8")
+    plain = {**cfg, "experiments": experiments, "claims_file": str(folder / "claims.yaml")}
+    (folder / "c.yaml").write_text(yaml.safe_dump(plain), encoding="utf-8")
+
+
 def test_cli_evaluate_reads_trial_files(tmp_path):
     from dpreg.io.trials import write_trials
 
@@ -484,10 +497,9 @@ def test_cli_evaluate_reads_trial_files(tmp_path):
     (tmp_path / "trials" / "e").mkdir(parents=True)
     for ds, part in trials.groupby("dataset"):
         write_trials(part, tmp_path / "trials" / "e" / f"{ds}.csv.gz")
-    import yaml
 
     cfg = {"seed": 4, "bootstrap": {"resamples": 200}, "experiments": {"e": EXPERIMENT}}
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    _write_cli_config(tmp_path, cfg)
     out = tmp_path / "claims.csv"
     rc = main(
         [
@@ -536,7 +548,6 @@ def test_sweep_trials_give_intervals_around_the_table_statistics():
 
 
 def test_cli_reads_shared_parquet_layout_and_keeps_experiment_datasets(tmp_path):
-    import yaml
 
     from dpreg.io.trials import write_trials
 
@@ -546,7 +557,7 @@ def test_cli_reads_shared_parquet_layout_and_keeps_experiment_datasets(tmp_path)
         write_trials(part, tmp_path / "trials" / ds / "stats.parquet")
     exp = {**EXPERIMENT, "datasets": ["d2"], "claims": EXPERIMENT["claims"][:1]}
     cfg = {"seed": 4, "bootstrap": {"resamples": 200}, "experiments": {"e": exp}}
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    _write_cli_config(tmp_path, cfg)
     out = tmp_path / "claims.csv"
     argv = ["evaluate", "--config", str(tmp_path / "c.yaml"), "--trials", str(tmp_path / "trials")]
     assert main([*argv, "--out", str(out)]) == 0
