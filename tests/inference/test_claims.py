@@ -414,7 +414,8 @@ def test_markdown_quotes_only_numbers_from_the_table():
         line = next(x for x in text.splitlines() if x.startswith(f"| {row.claim} |"))
         assert f"**{row.verdict}**" in line
         assert f"{row.supported} / {row.contradicted} / {row.inconclusive} of {row.points}" in line
-        assert f"{row.ratio:.3g} ({row.ratio_lo:.3g}–{row.ratio_hi:.3g})" in line
+        assert f"{row.ratio:.3g} [{row.ratio_lo:.3g}, {row.ratio_hi:.3g}] ({row.level:.4g})" in line
+        assert f"| {row.status} |" in line
     allowed = set()
     for col in (
         "epsilon",
@@ -428,6 +429,9 @@ def test_markdown_quotes_only_numbers_from_the_table():
         "supported",
         "contradicted",
         "inconclusive",
+        "datasets",
+        "a_failed",
+        "b_failed",
     ):
         for v in table[col].dropna():
             allowed |= {float(f"{v:.3g}"), float(v), float(f"{v:g}"), float(f"{v:.0%}".rstrip("%"))}
