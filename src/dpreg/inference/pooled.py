@@ -155,7 +155,8 @@ def decision_p_value(pooled: Pooled, *, expect: str, margin: float) -> float:
     """Smallest alpha at which the 1 - alpha interval decides (1 when none does).
 
     Found by bisection on alpha in (0, 1): the intervals shrink as alpha
-    grows, so "decided at alpha" is monotone (to 1e-6 in alpha).
+    grows, so "decided at alpha" is monotone (to 1e-6 in alpha).  B
+    replicates resolve no tail below 1 / B: a claim decided there gets p = 1 / B.
     """
 
     def decided(alpha: float) -> bool:
@@ -164,9 +165,10 @@ def decision_p_value(pooled: Pooled, *, expect: str, margin: float) -> float:
     top = 1.0 - 1e-9
     if not decided(top):
         return 1.0
-    lo, hi = 0.0, top
-    if decided(1e-9):
-        return 1e-9
+    floor = 1.0 / max(len(pooled.replicates), 1)
+    if decided(floor):
+        return floor
+    lo, hi = floor, top
     while hi - lo > 1e-6:
         mid = 0.5 * (lo + hi)
         lo, hi = (lo, mid) if decided(mid) else (mid, hi)
