@@ -13,7 +13,7 @@ import pytest
 
 from dpreg import DPRegError
 from dpreg.inference.bootstrap import DesignBootstrap, expanded_alpha, resample_counts
-from dpreg.inference.claims import overall_verdict, parse_claims, point_verdicts
+from dpreg.inference.claims import parse_claims, point_verdicts
 from dpreg.inference.evaluation import evaluate_claims
 from dpreg.inference.intervals import bootstrap_intervals, paired_ratios
 from dpreg.io.tables import CLAIM_COLUMNS, read_claims, write_claims
@@ -231,21 +231,6 @@ def test_point_verdicts(lo, hi, expect, margin, verdict):
     assert (
         point_verdicts(np.array([lo]), np.array([hi]), expect=expect, margin=margin)[0] == verdict
     )
-
-
-@pytest.mark.parametrize(
-    ("verdicts", "overall"),
-    [
-        (["supported"] * 3 + ["inconclusive"] * 2, "supported"),
-        (["supported"] * 2 + ["inconclusive"] * 3, "inconclusive"),  # below the quorum
-        (["supported"] * 4 + ["contradicted"], "inconclusive"),  # mixed evidence
-        (["supported", "contradicted", "contradicted"], "contradicted"),
-        (["inconclusive"] * 4 + ["contradicted"], "contradicted"),
-        ([], "inconclusive"),
-    ],
-)
-def test_overall_verdict(verdicts, overall):
-    assert overall_verdict(verdicts, quorum=0.5) == overall
 
 
 def synthetic_sweep_trials():

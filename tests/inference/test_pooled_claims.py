@@ -15,8 +15,15 @@ import pytest
 
 from dpreg._validation import DPRegError
 from dpreg.inference.claims import parse_claims
-from dpreg.inference.evaluation import _holm_adjusted, evaluate_claims
-from dpreg.inference.pooled import Pooled, decide, decision_p_value, holm, pool_datasets
+from dpreg.inference.evaluation import evaluate_claims
+from dpreg.inference.pooled import (
+    Pooled,
+    decide,
+    decision_p_value,
+    holm,
+    holm_adjusted,
+    pool_datasets,
+)
 from dpreg.inference.registry import (
     attach_claims,
     claim_status,
@@ -95,17 +102,18 @@ def test_pooled_intervals_cover_and_a_null_claim_is_rarely_decided():
 
     Truth: per dataset a log effect mu_d ~ N(log 0.8, 0.1^2) (datasets drawn from
     a population, the units the interval is about); the pooled estimand is
-    log 0.8.  Arm c has b's distribution.  200 simulated seeds: the coverage
-    estimate has binomial standard error sqrt(0.95 * 0.05 / 200) = 0.0154, so
-    coverage is asserted within 3 standard errors below 0.95 (>= 0.904; the
+    log 0.8.  Arm c has b's distribution.  160 simulated seeds: the coverage
+    estimate has binomial standard error sqrt(0.95 * 0.05 / 160) = 0.0172, so
+    coverage is asserted within 3 standard errors below 0.95 (>= 0.898; the
     two-stage bootstrap counts the within-dataset variance twice and errs on the
     wide side, so coverage above 0.95 is expected).  The null claim is
     "decided" when the decision is supported or contradicted; asserted at most
-    5% of seeds as the issue asks (the same binomial error on 0.05 is 0.0154,
-    and the conservative interval keeps the rate well below).
+    5% of seeds as the issue asks (the binomial error of a 5% rate over 160
+    seeds is 0.0172; the conservative interval keeps the rate well below:
+    measured 0 of 200 seeds, coverage 0.995, with 400 replicates).
     """
-    seeds, n_datasets, truth = 200, 8, math.log(0.8)
-    cfg = {"seed": 11, "bootstrap": {"resamples": 400}, "experiments": {"e": SIM_EXPERIMENT}}
+    seeds, n_datasets, truth = 160, 8, math.log(0.8)
+    cfg = {"seed": 11, "bootstrap": {"resamples": 300}, "experiments": {"e": SIM_EXPERIMENT}}
     covered, decided = 0, 0
     for s in range(seeds):
         rng = np.random.default_rng([2026, s])
@@ -172,7 +180,7 @@ def test_holm_levels_and_adjusted_p_values_match_the_closed_form():
     assert decided.tolist() == [True, True]
     _, decided = holm([0.03, 0.04], 0.05)  # 0.03 > 0.025 stops the procedure
     assert decided.tolist() == [False, False]
-    np.testing.assert_allclose(_holm_adjusted([0.01, 0.04, 0.03, 0.005]), [0.03, 0.06, 0.06, 0.02])
+    np.testing.assert_allclose(holm_adjusted([0.01, 0.04, 0.03, 0.005]), [0.03, 0.06, 0.06, 0.02])
 
 
 @pytest.mark.parametrize(

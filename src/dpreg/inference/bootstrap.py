@@ -45,8 +45,9 @@ width of the exact normal interval; fold-dominated (sd(a) = 1, sd(e) = 0.1)
 Every replicate applies the same (fold, repeat) indices to every cell of a
 dataset, so two cells are resampled jointly, paired by (fold, repeat), and a
 ratio of their statistics is bootstrapped with its correlation intact.
-Failed trials (NaN error) are left out of both statistics of a replicate, as
-they are in the tables.
+Failed trials are left out of both statistics of a replicate, as they are in
+the tables; the claims instead score them with the error the sweep records
+for them (the trivial predictor's; ``score_failed``).
 
 Determinism: the replicate indices of a dataset come from the two streams
 ``seed_sequence(seed, "bootstrap", dataset, "folds", K)`` and
@@ -426,6 +427,7 @@ _EXPANDED_ALPHA: dict[tuple[float, int], float] = {
 }
 
 
+@functools.lru_cache(maxsize=4096)  # the claims' p-values bisect on alpha
 def expanded_alpha(level: float, clusters: int) -> float:
     """Two-sided tail mass of Hesterberg's expanded percentile interval.
 

@@ -1,12 +1,15 @@
-"""Claims evaluated on trial tables: pooled paired ratios and their verdicts.
+"""Claims evaluated on trial tables: one pooled decision per claim, and its points.
 
 :func:`evaluate_claims` reads the trial files of every experiment with
-claims once per dataset, computes per claim, dataset and epsilon the ratio
-of the two statistics with its paired bootstrap interval
-(:func:`dpreg.inference.intervals.paired_ratios`) and turns the intervals into
-verdicts (:func:`dpreg.inference.claims.point_verdicts`,
-:func:`~dpreg.inference.claims.overall_verdict`): the rows of
-``results/tables/claims.csv``.
+claims once per dataset and computes, per claim, dataset and epsilon, the
+ratio of the two statistics with its paired bootstrap interval
+(:class:`dpreg.inference.intervals.PairedDesigns`; failed trials scored as the
+trivial predictor) and a descriptive point verdict
+(:func:`dpreg.inference.claims.point_verdicts`); then, per claim, the pooled
+effect over datasets and epsilons with its dataset bootstrap, the claim's
+status from its registration (:mod:`dpreg.inference.registry`), Holm's
+adjustment over the confirmatory claims and the decision
+(:mod:`dpreg.inference.pooled`): the rows of ``results/tables/claims.csv``.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from dpreg.inference.claims import (
     point_verdicts,
 )
 from dpreg.inference.intervals import PairedDesigns
-from dpreg.inference.pooled import decide, decision_p_value, holm, pool_datasets
+from dpreg.inference.pooled import decide, decision_p_value, holm, holm_adjusted, pool_datasets
 from dpreg.inference.registry import claim_status, definition_hash
 from dpreg.io.tables import CLAIM_COLUMNS, CLAIM_DTYPES, conform, empty_frame
 from dpreg.io.trials import read_trials, select_trials
@@ -195,7 +198,7 @@ def finish_claims(
     family = [c for c in claims if status[c.id][0] == "confirmatory"]
     levels, decided = holm([p_raw[c.id] for c in family], alpha)
     adjusted = {c.id: (float(a), bool(d)) for c, a, d in zip(family, levels, decided, strict=True)}
-    p_holm = _holm_adjusted([p_raw[c.id] for c in family])
+    p_holm = holm_adjusted([p_raw[c.id] for c in family])
     p_report = {**p_raw, **{c.id: float(p) for c, p in zip(family, p_holm, strict=True)}}
     out = []
     for c in claims:
@@ -247,19 +250,6 @@ def finish_claims(
         return empty_frame(CLAIM_COLUMNS, CLAIM_DTYPES)
     frame = pd.concat(out, ignore_index=True)
     return conform(frame, CLAIM_COLUMNS, CLAIM_DTYPES)
-
-
-def _holm_adjusted(p_values: Sequence[float]) -> np.ndarray:
-    """Holm-adjusted p-values: max over ranks j <= k of min(1, (n - j + 1) p_(j))."""
-    p = np.asarray(p_values, dtype=float)
-    n = len(p)
-    order = np.argsort(p, kind="mergesort")
-    out = np.empty(n)
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (n - rank) * p[i]))
-        out[i] = running
-    return out
 
 
 def evaluate_claims(

@@ -68,6 +68,7 @@ __all__ = [
     "decide",
     "decision_p_value",
     "holm",
+    "holm_adjusted",
     "pool_datasets",
 ]
 
@@ -193,3 +194,16 @@ def holm(p_values: Sequence[float], alpha: float) -> tuple[np.ndarray, np.ndarra
         going = going and bool(p[i] <= level[i])
         decided[i] = going
     return level, decided
+
+
+def holm_adjusted(p_values: Sequence[float]) -> np.ndarray:
+    """Holm-adjusted p-values: max over ranks j <= k of min(1, (n - j + 1) p_(j))."""
+    p = np.asarray(p_values, dtype=float)
+    n = len(p)
+    order = np.argsort(p, kind="mergesort")
+    out = np.empty(n)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (n - rank) * p[i]))
+        out[i] = running
+    return out
