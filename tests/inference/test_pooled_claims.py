@@ -297,5 +297,9 @@ def test_claims_in_the_config_itself_are_refused(tmp_path):
     }
     attach_claims(cfg)
     assert [c["id"] for c in cfg["experiments"]["e"]["claims"]] == ["a-lower", "null"]
+    bad = [{**SIM_EXPERIMENT["claims"][0], "expect": "smaller"}]
+    cfg = {"experiments": {"e": dict(exp)}, "claims_file": str(_claims_file(tmp_path, bad))}
+    with pytest.raises(DPRegError, match=r"claims.yaml: .*a-lower: expect must be one of lower"):
+        attach_claims(cfg)
     with pytest.raises(DPRegError, match="claims_file: .* does not exist"):
         attach_claims({"experiments": {}, "claims_file": str(tmp_path / "none.yaml")})

@@ -108,6 +108,10 @@ def attach_claims(config: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     for exp_id, claims in read_claims_file(path).items():
         if exp_id in experiments and claims:
             experiments[exp_id]["claims"] = claims
+            try:  # checked here, so that the message names the claims file
+                parse_claims(exp_id, experiments[exp_id])
+            except DPRegError as err:
+                raise DPRegError(f"{path}: {err}") from None
     record = read_registration(lock_path(path))
     if record:
         config["claims_registration"] = record
