@@ -302,6 +302,8 @@ def _readme_config_examples() -> list[dict]:
     for block in re.findall(r"```yaml\n(.*?)```", text, flags=re.S):
         # hashes shortened for reading ("2283...f8be") stand for a full one
         block = re.sub(r"(sha256:\s*)[0-9a-f]+\.\.\.[0-9a-f]+", r"\g<1>" + "a" * 64, block)
+        if block.startswith("# config/claims.yaml"):
+            continue  # a claims file, checked by test_config_readme_claims_example_is_valid
         example = yaml.safe_load(block)
         if not set(example) <= set(schema["properties"]):
             example = {"datasets": example}  # a fragment of dataset entries
@@ -317,6 +319,26 @@ def _deep_merge(base: dict, extra: dict) -> dict:
         else:
             base[key] = value
     return base
+
+
+def test_config_readme_claims_example_is_valid():
+    """The claims-file example of config/README.md: valid claims of the default experiments."""
+    import jsonschema
+
+    from dpreg.inference.claims import parse_claims
+
+    text = (ROOT / "config" / "README.md").read_text()
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", text, flags=re.S)]
+    claims_files = [yaml.safe_load(b) for b in blocks if b.startswith("# config/claims.yaml")]
+    assert claims_files
+    claim_schema = {**schema["$defs"]["claim"], "$defs": schema["$defs"]}
+    for example in claims_files:
+        for exp_id, claims in example.items():
+            for claim in claims:
+                jsonschema.validators.validator_for(claim_schema)(claim_schema).validate(claim)
+            assert parse_claims(exp_id, {**config["experiments"][exp_id], "claims": claims})
 
 
 def test_config_readme_examples_are_valid_configs():

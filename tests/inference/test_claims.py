@@ -13,7 +13,7 @@ import pytest
 
 from dpreg import DPRegError
 from dpreg.inference.bootstrap import DesignBootstrap, expanded_alpha, resample_counts
-from dpreg.inference.claims import overall_verdict, parse_claims, point_verdicts
+from dpreg.inference.claims import parse_claims, point_verdicts
 from dpreg.inference.evaluation import evaluate_claims
 from dpreg.inference.intervals import bootstrap_intervals, paired_ratios
 from dpreg.io.tables import CLAIM_COLUMNS, read_claims, write_claims
@@ -233,21 +233,6 @@ def test_point_verdicts(lo, hi, expect, margin, verdict):
     )
 
 
-@pytest.mark.parametrize(
-    ("verdicts", "overall"),
-    [
-        (["supported"] * 3 + ["inconclusive"] * 2, "supported"),
-        (["supported"] * 2 + ["inconclusive"] * 3, "inconclusive"),  # below the quorum
-        (["supported"] * 4 + ["contradicted"], "inconclusive"),  # mixed evidence
-        (["supported", "contradicted", "contradicted"], "contradicted"),
-        (["inconclusive"] * 4 + ["contradicted"], "contradicted"),
-        ([], "inconclusive"),
-    ],
-)
-def test_overall_verdict(verdicts, overall):
-    assert overall_verdict(verdicts, quorum=0.5) == overall
-
-
 def synthetic_sweep_trials():
     """Trials of three cells on two datasets with known orderings.
 
@@ -414,7 +399,8 @@ def test_markdown_quotes_only_numbers_from_the_table():
         line = next(x for x in text.splitlines() if x.startswith(f"| {row.claim} |"))
         assert f"**{row.verdict}**" in line
         assert f"{row.supported} / {row.contradicted} / {row.inconclusive} of {row.points}" in line
-        assert f"{row.ratio:.3g} ({row.ratio_lo:.3g}–{row.ratio_hi:.3g})" in line
+        assert f"{row.ratio:.3g} [{row.ratio_lo:.3g}, {row.ratio_hi:.3g}] ({row.level:.4g})" in line
+        assert f"| {row.status} |" in line
     allowed = set()
     for col in (
         "epsilon",
@@ -428,6 +414,9 @@ def test_markdown_quotes_only_numbers_from_the_table():
         "supported",
         "contradicted",
         "inconclusive",
+        "datasets",
+        "a_failed",
+        "b_failed",
     ):
         for v in table[col].dropna():
             allowed |= {float(f"{v:.3g}"), float(v), float(f"{v:g}"), float(f"{v:.0%}".rstrip("%"))}
@@ -477,6 +466,19 @@ def test_committed_readme_blocks_match_their_claims_tables():
         )
 
 
+def _write_cli_config(folder, cfg):
+    """c.yaml without the claims, and the claims in claims.yaml (named by claims_file)."""
+    import yaml
+
+    experiments = {
+        e: {k: v for k, v in x.items() if k != "claims"} for e, x in cfg["experiments"].items()
+    }
+    claims = {e: x["claims"] for e, x in cfg["experiments"].items() if x.get("claims")}
+    (folder / "claims.yaml").write_text(yaml.safe_dump(claims), encoding="utf-8")
+    plain = {**cfg, "experiments": experiments, "claims_file": str(folder / "claims.yaml")}
+    (folder / "c.yaml").write_text(yaml.safe_dump(plain), encoding="utf-8")
+
+
 def test_cli_evaluate_reads_trial_files(tmp_path):
     from dpreg.io.trials import write_trials
 
@@ -484,10 +486,9 @@ def test_cli_evaluate_reads_trial_files(tmp_path):
     (tmp_path / "trials" / "e").mkdir(parents=True)
     for ds, part in trials.groupby("dataset"):
         write_trials(part, tmp_path / "trials" / "e" / f"{ds}.csv.gz")
-    import yaml
 
     cfg = {"seed": 4, "bootstrap": {"resamples": 200}, "experiments": {"e": EXPERIMENT}}
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    _write_cli_config(tmp_path, cfg)
     out = tmp_path / "claims.csv"
     rc = main(
         [
@@ -536,7 +537,6 @@ def test_sweep_trials_give_intervals_around_the_table_statistics():
 
 
 def test_cli_reads_shared_parquet_layout_and_keeps_experiment_datasets(tmp_path):
-    import yaml
 
     from dpreg.io.trials import write_trials
 
@@ -546,7 +546,7 @@ def test_cli_reads_shared_parquet_layout_and_keeps_experiment_datasets(tmp_path)
         write_trials(part, tmp_path / "trials" / ds / "stats.parquet")
     exp = {**EXPERIMENT, "datasets": ["d2"], "claims": EXPERIMENT["claims"][:1]}
     cfg = {"seed": 4, "bootstrap": {"resamples": 200}, "experiments": {"e": exp}}
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    _write_cli_config(tmp_path, cfg)
     out = tmp_path / "claims.csv"
     argv = ["evaluate", "--config", str(tmp_path / "c.yaml"), "--trials", str(tmp_path / "trials")]
     assert main([*argv, "--out", str(out)]) == 0

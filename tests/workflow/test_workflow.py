@@ -65,6 +65,8 @@ def make_workdir(root: Path, config: dict | None = None) -> Path:
         shutil.copy(TEST_CONFIG, run / "config" / "config.yaml")
     else:
         (run / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    for name in ("claims.yaml", "claims.lock"):  # the claims and their registration record
+        shutil.copy(TEST_CONFIG.parent / name, run / "config" / name)
     return run
 
 

@@ -49,6 +49,17 @@ def _validate_config(cfg):
         raise WorkflowError(f"invalid configuration: {_describe(cause)}") from None
 
 
+def _attach_claims(cfg):
+    """The claims file's claims into the experiments, and its registration record."""
+    from dpreg.inference.registry import attach_claims
+
+    try:
+        attach_claims(cfg)
+    except DPRegError as err:
+        raise WorkflowError(str(err)) from None
+
+
+_attach_claims(config)
 _validate_config(config)
 
 

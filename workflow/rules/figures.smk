@@ -42,7 +42,7 @@ rule summarise_experiment:
 
 
 rule write_claims:
-    """Paired-bootstrap verdicts of the claims the experiments state -> claims.csv."""
+    """One decision per claim (pooled effect, Holm-adjusted interval, status) -> claims.csv."""
     input:
         trials=claim_trials,
     output:
@@ -67,5 +67,7 @@ rule write_claims:
         config=claims_config,
         files=claims_files,
         select=claims_select,
+        # the claims' registration record (config/claims.lock): confirmatory or exploratory
+        registration=config.get("claims_registration", {}),
     script:
         "../scripts/write_claims.py"

@@ -1,4 +1,4 @@
-"""Snakemake adapter: trial files of the experiments that state claims -> claims.csv."""
+"""Snakemake adapter: trial files of the experiments that state claims -> claims.csv (one decision per claim)."""
 
 import logging
 
@@ -18,17 +18,22 @@ from dpreg.io.tables import write_claims  # noqa: E402
 # params.files: experiment id -> its trial files; params.select: experiment id ->
 # {"repeats": ...} (the rows of the experiment when trial files are shared)
 claims = evaluate_claims(
-    smk.params.config, dict(smk.params.files), select=dict(smk.params.get("select", None) or {})
+    smk.params.config,
+    dict(smk.params.files),
+    select=dict(smk.params.get("select", None) or {}),
+    registration=dict(smk.params.get("registration", None) or {}),
 )
 write_claims(claims, smk.output.claims)
 overall = claims[claims["scope"] == "overall"]
 for row in overall.itertuples(index=False):
     logging.info(
-        "%s: %s (%d supported, %d contradicted, %d inconclusive of %d)",
+        "%s (%s): %s, pooled ratio %.4g [%.4g, %.4g] at %.4g over %d datasets",
         row.claim,
+        row.status,
         row.verdict,
-        row.supported,
-        row.contradicted,
-        row.inconclusive,
-        row.points,
+        row.ratio,
+        row.ratio_lo,
+        row.ratio_hi,
+        row.level,
+        row.datasets,
     )

@@ -101,10 +101,15 @@ def _fit_block(
 
 
 def _score(test: Any, theta: np.ndarray, failed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """MSE and R^2 of a batch of coefficients on one test fold (NaN where failed)."""
+    """MSE and R^2 of a batch of coefficients on one test fold.
+
+    A failed fit is scored as what it outputs, the trivial predictor theta = 0
+    (TukeyEM's bottom; a non-finite solve): its MSE is kept, flagged ``failed``
+    (the summaries leave it out, the claims score it); its R^2 is NaN.
+    """
     sse = test.sse(np.where(failed[:, None], 0.0, theta))
     return (
-        np.where(failed, np.nan, sse / test.m),
+        sse / test.m,
         np.where(failed, np.nan, test.r2_from_sse(sse)),
     )
 
@@ -120,7 +125,7 @@ def _block(
         "epsilon": np.repeat(epsilons, R),
         "fold": fold,
         "repeat": np.tile(np.arange(R), len(epsilons)),
-        "mse": np.where(failed, np.nan, mse),
+        "mse": mse,  # a failed trial's is theta = 0's (see _score)
         "r2": np.where(failed, np.nan, r2),
         "lam": lam,
         "failed": failed,

@@ -149,7 +149,10 @@ class _RunTests:
 def _score_runs(
     tests: _RunTests, theta: np.ndarray, failed: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """MSE and R^2 of run r's coefficients on run r's test statistics (NaN where failed).
+    """MSE and R^2 of run r's coefficients on run r's test statistics.
+
+    A failed run is scored as theta = 0 (its MSE kept, R^2 NaN), as in
+    :func:`dpreg.engine.blocks._score`.
 
     The quadratic form of :meth:`~dpreg.preprocess.stats.ScoreStats.sse`, one run per row.
     """
@@ -158,7 +161,7 @@ def _score_runs(
     sse = np.maximum(tests.rr - 2.0 * np.einsum("rd,rd->r", th, tests.ur) + quad, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         r2 = np.where(tests.sst > 0, 1.0 - sse / tests.sst, np.nan)
-    return np.where(failed, np.nan, sse / tests.m), np.where(failed, np.nan, r2)
+    return sse / tests.m, np.where(failed, np.nan, r2)
 
 
 def _runs_block(

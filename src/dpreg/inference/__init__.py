@@ -4,7 +4,11 @@
   repeats within folds) and its replicates;
 - :mod:`~dpreg.inference.medians` -- medians of every replicate without a sort each;
 - :mod:`~dpreg.inference.intervals` -- intervals of every cell and paired ratios;
-- :mod:`~dpreg.inference.claims` -- claims of a configuration and the verdict rule;
+- :mod:`~dpreg.inference.claims` -- claims checked, and the descriptive verdict of a point;
+- :mod:`~dpreg.inference.registry` -- the claims file, its registration record and a
+  claim's status (confirmatory or exploratory);
+- :mod:`~dpreg.inference.pooled` -- one decision per claim: pooled effect, dataset
+  bootstrap, Holm, margin and TOST;
 - :mod:`~dpreg.inference.evaluation` -- claims evaluated on trial files
   (the rows of ``claims.csv``).
 """

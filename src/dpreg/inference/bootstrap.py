@@ -45,8 +45,9 @@ width of the exact normal interval; fold-dominated (sd(a) = 1, sd(e) = 0.1)
 Every replicate applies the same (fold, repeat) indices to every cell of a
 dataset, so two cells are resampled jointly, paired by (fold, repeat), and a
 ratio of their statistics is bootstrapped with its correlation intact.
-Failed trials (NaN error) are left out of both statistics of a replicate, as
-they are in the tables.
+Failed trials are left out of both statistics of a replicate, as they are in
+the tables; the claims instead score them with the error the sweep records
+for them (the trivial predictor's; ``score_failed``).
 
 Determinism: the replicate indices of a dataset come from the two streams
 ``seed_sequence(seed, "bootstrap", dataset, "folds", K)`` and
@@ -200,6 +201,12 @@ class DesignBootstrap:
         ``(G, K R)`` test MSE of each cell; NaN for a failed or missing trial.
     counts : numpy.ndarray
         ``(B, K R)`` replicate counts from :func:`resample_counts`.
+    failed : numpy.ndarray
+        ``(G, K R)`` True where a trial failed (or its error is not finite).
+
+    With ``score_failed=True`` a failed trial keeps the error the sweep
+    recorded for it (the trivial predictor's, theta = 0) instead of being
+    left out: the claims score a failure as what the algorithm outputs.
     """
 
     def __init__(
@@ -209,6 +216,7 @@ class DesignBootstrap:
         seed: int,
         resamples: int,
         median_cache: dict[tuple, tuple[float, np.ndarray]] | None = None,
+        score_failed: bool = False,
     ):
         missing = [c for c in BOOTSTRAP_TRIAL_COLUMNS if c not in trials.columns]
         if missing:
@@ -218,7 +226,10 @@ class DesignBootstrap:
             raise DPRegError(f"DesignBootstrap takes one dataset, got {sorted(names)}")
         self.dataset = str(names[0])
         mse = trials["mse"].to_numpy(dtype=float)
-        bad = trials["failed"].to_numpy(dtype=bool) | ~np.isfinite(mse)
+        failed = trials["failed"].to_numpy(dtype=bool)
+        # score_failed: a failed trial counts with its recorded error (the sweep scores
+        # a failed fit as theta = 0, the trivial predictor) instead of being left out
+        bad = ~np.isfinite(mse) if score_failed else failed | ~np.isfinite(mse)
         fold_ids, fold_idx = _unique_inverse(trials["fold"].to_numpy())
         rep_ids, rep_idx = _unique_inverse(trials["repeat"].to_numpy())
         K, R = len(fold_ids), len(rep_ids)
@@ -232,6 +243,8 @@ class DesignBootstrap:
             )
         self.values = np.full((G, K * R), np.nan)
         self.values[cell_idx, slot] = np.where(bad, np.nan, mse)
+        self.failed = np.zeros((G, K * R), dtype=bool)
+        self.failed[cell_idx, slot] = failed | ~np.isfinite(mse)
         self.folds, self.repeats = K, R
         self.resamples = check_resamples(resamples)
         # drawn once per design and process, shared read-only by every DesignBootstrap
@@ -414,6 +427,7 @@ _EXPANDED_ALPHA: dict[tuple[float, int], float] = {
 }
 
 
+@functools.lru_cache(maxsize=4096)  # the claims' p-values bisect on alpha
 def expanded_alpha(level: float, clusters: int) -> float:
     """Two-sided tail mass of Hesterberg's expanded percentile interval.
 

@@ -1,26 +1,28 @@
-"""Claims as data: paired comparisons with computed verdicts.
+"""Claims as data: paired comparisons, checked, and the verdicts of their points.
 
-An experiment of the configuration may state *claims*: two cells (an
-algorithm under a variant) compared on the same datasets and epsilons, the
-statistic (mean or median), and the expected direction (lower, higher, or
+A claim (stated in the claims file, :mod:`dpreg.inference.registry`) compares
+two cells (an algorithm under a variant) on the same datasets and epsilons:
+the statistic (mean or median), and the expected direction (lower, higher, or
 equal within a relative margin).  This module
 
-- checks the claims of a configuration (:func:`parse_claims`);
-- computes, per claim, dataset and epsilon, the ratio of the two statistics
-  with its paired bootstrap interval (:func:`dpreg.inference.intervals.paired_ratios`:
-  folds, and repeats within folds, resampled; paired by (fold, repeat));
-- turns the intervals into verdicts by the rule of :func:`point_verdicts`
-  and :func:`overall_verdict` (written down in config/README.md);
-- the rows of ``results/tables/claims.csv`` are computed by
-  :func:`dpreg.inference.evaluation.evaluate_claims` and rendered into the
-  results README by :mod:`dpreg.report.claims` (``python -m dpreg.report.claims readme``).
+- checks the claims of an experiment (:func:`parse_claims`);
+- gives each (dataset, epsilon) point's interval of the ratio a/b
+  (:func:`dpreg.inference.intervals.PairedDesigns`: folds, and repeats within
+  folds, resampled; paired by (fold, repeat)) a descriptive verdict
+  (:func:`point_verdicts`).
+
+The one decision per claim (pooled effect over datasets and epsilons, dataset
+bootstrap, Holm, margin and TOST) is :mod:`dpreg.inference.pooled`; the rows
+of ``results/tables/claims.csv`` are computed by
+:func:`dpreg.inference.evaluation.evaluate_claims` and rendered into the
+results README by :mod:`dpreg.report.claims`.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,12 +43,11 @@ __all__ = [
     "SOURCES",
     "Claim",
     "bootstrap_settings",
-    "overall_verdict",
     "parse_claims",
     "point_verdicts",
 ]
 
-#: Default share of points that must support a claim (claim key ``quorum``).
+#: Claim key ``quorum`` of the former point-counting rule: still accepted, not used.
 DEFAULT_QUORUM = 0.5
 
 EXPECTATIONS = ("lower", "higher", "equal")
@@ -99,26 +100,6 @@ def point_verdicts(
     out[defined & support] = "supported"
     out[defined & contra & ~support] = "contradicted"
     return out
-
-
-def overall_verdict(verdicts: Iterable[str], *, quorum: float = DEFAULT_QUORUM) -> str:
-    """One verdict for a claim from the verdicts of its points.
-
-    ``supported`` when no point contradicts and at least ``quorum`` of the
-    points support; ``contradicted`` when some point contradicts and at least
-    as many contradict as support; ``inconclusive`` otherwise (too few
-    decided points, or mixed evidence with more points for than against).
-    A claim with no point is ``inconclusive``.
-    """
-    v = list(verdicts)
-    if not v:
-        return "inconclusive"
-    n_sup, n_con = v.count("supported"), v.count("contradicted")
-    if n_con == 0 and n_sup >= quorum * len(v):
-        return "supported"
-    if n_con > 0 and n_con >= n_sup:
-        return "contradicted"
-    return "inconclusive"
 
 
 # --------------------------------------------------------------------------

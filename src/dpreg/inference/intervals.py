@@ -185,9 +185,11 @@ class PairedDesigns:
         seed: int,
         resamples: int,
         median_cache: dict[tuple, tuple[float, np.ndarray]] | None = None,
+        score_failed: bool = False,
     ):
         self.trials = trials
         self.seed, self.resamples = seed, resamples
+        self.score_failed = score_failed
         self.median_cache = {} if median_cache is None else median_cache
         self.designs: dict[int, DesignBootstrap] = {}
         var, var_names = _sorted_codes(trials["variant"])
@@ -222,8 +224,40 @@ class PairedDesigns:
                 seed=self.seed,
                 resamples=self.resamples,
                 median_cache=self.median_cache,
+                score_failed=self.score_failed,
             )
         return self.designs[shared]
+
+    def ratio_replicates(
+        self,
+        a: tuple[str, str],
+        b: tuple[str, str],
+        epsilons: Sequence[float],
+        *,
+        statistic: str,
+    ):
+        """(design, [(epsilon, row a, row b)], stat a, stat b, replicate ratios ``(B, E)``).
+
+        None when either cell has no trial; epsilons missing for either cell
+        are skipped; a replicate ratio that is not finite is NaN.
+        """
+        a, b = (str(a[0]), str(a[1])), (str(b[0]), str(b[1]))
+        boot = self.design(a, b)
+        if boot is None:
+            return None
+        if statistic not in STATISTICS:
+            raise DPRegError(f"unknown statistic {statistic!r}; known: {', '.join(STATISTICS)}")
+        pairs = [
+            (float(eps), ia, ib)
+            for eps in epsilons
+            if (ia := boot.index_of(a[0], a[1], eps)) is not None
+            and (ib := boot.index_of(b[0], b[1], eps)) is not None
+        ]
+        est, reps = boot.cell_statistic(statistic, [i for _, ia, ib in pairs for i in (ia, ib)])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio_reps = reps[:, 0::2] / reps[:, 1::2]
+        ratio_reps = np.where(np.isfinite(ratio_reps), ratio_reps, np.nan)
+        return boot, pairs, est[0::2], est[1::2], ratio_reps
 
     def ratios(
         self,
@@ -235,24 +269,12 @@ class PairedDesigns:
         level: float = DEFAULT_LEVEL,
     ) -> pd.DataFrame:
         """The table of :func:`paired_ratios` for cells a and b."""
-        a, b = (str(a[0]), str(a[1])), (str(b[0]), str(b[1]))
-        boot = self.design(a, b)
-        if boot is None:
+        found = self.ratio_replicates(a, b, epsilons, statistic=statistic)
+        if found is None:
             return pd.DataFrame(columns=_RATIO_COLUMNS)
-        if statistic not in STATISTICS:
-            raise DPRegError(f"unknown statistic {statistic!r}; known: {', '.join(STATISTICS)}")
-        pairs = [
-            (float(eps), ia, ib)
-            for eps in epsilons
-            if (ia := boot.index_of(a[0], a[1], eps)) is not None
-            and (ib := boot.index_of(b[0], b[1], eps)) is not None
-        ]
-        est, reps = boot.cell_statistic(statistic, [i for _, ia, ib in pairs for i in (ia, ib)])
-        est_a, est_b = est[0::2], est[1::2]
+        boot, pairs, est_a, est_b, ratio_reps = found
         with np.errstate(invalid="ignore", divide="ignore"):
-            ratio_reps = reps[:, 0::2] / reps[:, 1::2]
             ratio = est_a / est_b
-        ratio_reps = np.where(np.isfinite(ratio_reps), ratio_reps, np.nan)
         lo, hi = _percentile_interval(ratio_reps, level, boot.folds)
         rows = [
             {

@@ -166,12 +166,16 @@ SUMMARY_DTYPES: dict[str, Any] = {
 }
 
 #: Columns of ``claims.csv``: one row per (claim, dataset, epsilon) with
-#: ``scope == "point"`` and one per claim with ``scope == "overall"``
-#: (dataset ``all``, epsilon empty, the counts filled in).
+#: ``scope == "point"`` (description; epsilon empty for an epsilon-independent
+#: comparison) and one per claim with ``scope == "overall"`` (dataset ``all``,
+#: epsilon empty: the pooled effect, its adjusted interval at ``level``, the
+#: decision in ``verdict``, ``status`` and the registration; see
+#: :mod:`dpreg.inference.pooled`).
 CLAIM_COLUMNS = [
     "claim",
     "experiment",
     "source",
+    "status",
     "scope",
     "dataset",
     "epsilon",
@@ -190,10 +194,16 @@ CLAIM_COLUMNS = [
     "level",
     "resamples",
     "verdict",
+    "p_value",
+    "a_failed",
+    "b_failed",
+    "datasets",
     "points",
     "supported",
     "contradicted",
     "inconclusive",
+    "registered",
+    "sha256",
     "statement",
 ]
 
@@ -201,6 +211,7 @@ CLAIM_DTYPES: dict[str, Any] = {
     "claim": str,
     "experiment": str,
     "source": str,
+    "status": str,
     "scope": str,
     "dataset": str,
     "epsilon": float,
@@ -219,10 +230,16 @@ CLAIM_DTYPES: dict[str, Any] = {
     "level": float,
     "resamples": np.int64,
     "verdict": str,
+    "p_value": float,
+    "a_failed": float,
+    "b_failed": float,
+    "datasets": np.int64,
     "points": np.int64,
     "supported": np.int64,
     "contradicted": np.int64,
     "inconclusive": np.int64,
+    "registered": str,
+    "sha256": str,
     "statement": str,
 }
 

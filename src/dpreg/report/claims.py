@@ -23,6 +23,7 @@ import yaml
 from dpreg._validation import DPRegError
 from dpreg.inference.claims import parse_claims
 from dpreg.inference.evaluation import evaluate_claims
+from dpreg.inference.registry import attach_claims
 from dpreg.io.tables import (
     read_claims,
     write_claims,
@@ -62,35 +63,49 @@ def _side_text(variant: str, algorithm: str, other: tuple[str, str]) -> str:
     return f"`{algorithm}`" if variant == other[0] else f"`{algorithm}` · `{variant}`"
 
 
-def render_markdown(claims: pd.DataFrame) -> str:
-    """Markdown of every claim and its computed verdict, grouped by experiment.
+def _pct(x: float) -> str:
+    return "n/a" if not np.isfinite(x) else f"{100 * x:.0f}%"
 
-    For each experiment a table lists each claim (source thesis / ours, the
-    comparison, statistic, epsilon range covered, expected direction), the
-    overall verdict with the point counts, and the median and range of the
-    point ratios; below it, the points that contradict a claim are listed with
-    their interval.  Every number comes from ``claims`` (the text is what
-    :func:`replace_readme_block` inserts between the README markers).
+
+def render_markdown(claims: pd.DataFrame) -> str:
+    """Markdown of every claim and its one decision, grouped by experiment.
+
+    For each experiment a table lists each claim (status confirmatory /
+    exploratory, source thesis / ours, the comparison, statistic, epsilon range
+    covered, expected direction and margin), the decision, the pooled
+    geometric-mean ratio with its interval at the claim's (Holm-adjusted)
+    level, the number of datasets, the failure rates of the two sides, and the
+    per-point description (supported / contradicted / inconclusive of n
+    points); below it the statements.  Every number comes from ``claims``
+    (the text is what :func:`replace_readme_block` inserts between the README
+    markers).
     """
     if claims.empty:
         return "_No experiment states claims._\n"
     lines: list[str] = []
     overall = claims[claims["scope"] == "overall"]
     points = claims[claims["scope"] == "point"]
-    level = float(overall["level"].iloc[0])
     resamples = int(overall["resamples"].iloc[0])
+    n_conf = int((overall["status"] == "confirmatory").sum())
     lines.append(
-        f"Verdicts computed from `tables/claims.csv` ({level:.0%} paired bootstrap intervals, "
-        f"{resamples} replicates; rule in config/README.md). Ratio = statistic of the first "
-        'named over the second; "thesis" marks the thesis\' claims (ours where the thesis '
-        'text is not available: our reading), "ours" this project\'s.'
+        f'Decisions computed from `tables/claims.csv` (rule in config/README.md, "Intervals '
+        'and claims"): one per claim, on the geometric-mean ratio of the first named over '
+        "the second over its datasets and ε (an ε-independent comparison once per dataset), "
+        f"with a dataset bootstrap ({resamples} replicates; datasets, then folds and repeats "
+        f"within them), Holm-adjusted over the {n_conf} confirmatory claims; a failed trial "
+        "counts as the trivial predictor (θ = 0). Exploratory claims (not registered with this "
+        "definition, or judged on trials drawn before their registration) are judged at the "
+        'unadjusted level. The point counts are description only. "thesis" marks the '
+        'thesis\' claims (ours where the thesis text is not available: our reading), "ours" '
+        "this project's."
     )
     for exp_id in dict.fromkeys(overall["experiment"]):
         lines += ["", f"### `{exp_id}`", ""]
         lines.append(
-            "| claim | source | comparison | stat | ε | expect | verdict | s / c / i of n | ratio median (range) |"
+            "| claim | status | source | comparison | stat | ε | expect | decision "
+            "| pooled ratio [interval] (level) | datasets | failed a / b | points s / c / i of n |"
         )
-        lines.append("|---|---|---|---|---|---|---|---|---|")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
         exp_rows = overall[overall["experiment"] == exp_id]
         for row in exp_rows.itertuples(index=False):
             pts = points[points["claim"] == row.claim]
@@ -100,24 +115,25 @@ def render_markdown(claims: pd.DataFrame) -> str:
                 a = f"{a} vs {b} (`{row.a_variant}`)"
             else:
                 a = f"{a} vs {b}"
-            eps = f"{_num(pts['epsilon'].min())}–{_num(pts['epsilon'].max())}" if len(pts) else "–"
+            eps = pts["epsilon"].dropna()
+            if len(pts) and not len(eps):
+                where = "any (ε-independent)"
+            elif len(eps):
+                where = f"{_num(eps.min())}–{_num(eps.max())}"
+            else:
+                where = "–"
             expect = row.expect if row.margin == 0 else f"{row.expect} (±{row.margin:g})"
             lines.append(
-                f"| {row.claim} | {row.source} | {a} | {row.statistic} | {eps} | {expect} | "
-                f"**{row.verdict}** | {row.supported} / {row.contradicted} / {row.inconclusive}"
-                f" of {row.points} | {_num(row.ratio)} ({_num(row.ratio_lo)}–{_num(row.ratio_hi)}) |"
+                f"| {row.claim} | {row.status} | {row.source} | {a} | {row.statistic} | {where} "
+                f"| {expect} | **{row.verdict}** | {_num(row.ratio)} [{_num(row.ratio_lo)}, "
+                f"{_num(row.ratio_hi)}] ({row.level:.4g}) | {row.datasets} | "
+                f"{_pct(row.a_failed)} / {_pct(row.b_failed)} | {row.supported} / "
+                f"{row.contradicted} / {row.inconclusive} of {row.points} |"
             )
         lines.append("")
         for row in exp_rows.itertuples(index=False):
             if row.statement:
                 lines.append(f"- {row.claim}: {row.statement}")
-            bad = points[(points["claim"] == row.claim) & (points["verdict"] == "contradicted")]
-            if len(bad):
-                where = "; ".join(
-                    f"{p.dataset} ε={_num(p.epsilon)}: {_num(p.ratio)} [{_num(p.ratio_lo)}, {_num(p.ratio_hi)}]"
-                    for p in bad.itertuples(index=False)
-                )
-                lines.append(f"  Contradicted at: {where}.")
     return "\n".join(lines) + "\n"
 
 
@@ -157,6 +173,7 @@ def _load_config(path: str | Path) -> dict[str, Any]:
         cfg = yaml.safe_load(fh)
     if not isinstance(cfg, dict) or "experiments" not in cfg:
         raise DPRegError(f"{path}: not a dpreg configuration (no 'experiments' key)")
+    attach_claims(cfg)  # the claims file and its registration record, in place
     return cfg
 
 
