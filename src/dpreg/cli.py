@@ -1,9 +1,16 @@
 """The ``dpreg`` command: one entry point with subcommands.
 
-``dpreg audit [options]`` runs the empirical privacy audit; its options are
-those of ``dpreg-audit`` and ``python -m dpreg.audit``, which keep working
-(all three call :func:`dpreg.audit.main`).  ``dpreg --version`` prints the
-package version.
+- ``dpreg audit [options]`` runs the empirical privacy audit
+  (:func:`dpreg.audit.main`; ``dpreg-audit`` and ``python -m dpreg.audit`` are
+  aliases);
+- ``dpreg claims {evaluate,readme,check-readme}`` evaluates the claims outside
+  Snakemake and keeps the results README's verdict block
+  (:func:`dpreg.report.claims.main`; alias ``python -m dpreg.report.claims``);
+- ``dpreg suite TABLE`` draws Wang's suite figures and tables
+  (:func:`dpreg.report.suite.main`; alias ``python -m dpreg.report.suite``).
+
+``dpreg <command> --help`` lists a command's options; ``dpreg --version``
+prints the package version.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ __all__ = ["COMMANDS", "main"]
 #: subcommand -> (module whose ``main(argv)`` runs it, one-line summary)
 COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("dpreg.audit", "empirical privacy audit of every private algorithm"),
+    "claims": ("dpreg.report.claims", "evaluate claims, write or check the README verdicts"),
+    "suite": ("dpreg.report.suite", "Wang (2018)'s suite: figures and win counts"),
 }
 
 

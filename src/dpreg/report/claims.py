@@ -3,8 +3,9 @@
 :func:`render_markdown` turns ``claims.csv``
 (:func:`dpreg.inference.evaluation.evaluate_claims`) into the verdict block of
 a README and :func:`replace_readme_block` puts it between the claims
-markers; ``python -m dpreg.report.claims {evaluate,readme,check-readme}``
-runs the claims outside Snakemake (see config/README.md).
+markers; ``dpreg claims {evaluate,readme,check-readme}`` (or ``python -m
+dpreg.report.claims ...``, the same command) runs the claims outside
+Snakemake (see config/README.md).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import yaml
 from dpreg._validation import DPRegError
 from dpreg.inference.claims import parse_claims
 from dpreg.inference.evaluation import evaluate_claims
+from dpreg.io.checksum import verify
 from dpreg.io.tables import (
     read_claims,
     write_claims,
@@ -188,6 +190,8 @@ def _cli_trial_files(cfg: Mapping[str, Any], root: Path):
 
 def _check_readme(readme: str, tables: str, provenance: str) -> int:
     sources = sorted(Path(tables).glob("*.csv")) + [p for p in [Path(provenance)] if p.exists()]
+    for source in sources:  # numbers are checked only against tables that are whole
+        verify(source, "results file")
     bad = unverified_numbers(Path(readme).read_text(encoding="utf-8"), table_values(sources))
     for number in bad:
         print(f"{readme}: {number} is in no table under {tables} (nor in {provenance})")
@@ -195,9 +199,9 @@ def _check_readme(readme: str, tables: str, provenance: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m dpreg.report.claims {evaluate,readme,check-readme}`` (see config/README.md)."""
+    """``dpreg claims {evaluate,readme,check-readme}`` (see config/README.md)."""
     parser = argparse.ArgumentParser(
-        prog="python -m dpreg.report.claims",
+        prog="dpreg claims",
         description="Claims as data: paired comparisons with computed verdicts.",
     )
     sub = parser.add_subparsers(dest="command", required=True)

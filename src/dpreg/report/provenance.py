@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dpreg._version import __version__
+from dpreg.io.checksum import verify
 from dpreg.io.tables import plain
 
 __all__ = [
@@ -80,7 +81,8 @@ def provenance(
         Dataset name -> the JSON sidecar written by
         :func:`dpreg.data.prepare_dataset` (n, d, sha256, source, ...).
     tables : mapping, optional
-        Experiment id -> summary table path; their SHA-256 is recorded.
+        Experiment id -> summary table path; their SHA-256 is recorded once it
+        matches the sidecar written with the table (:func:`dpreg.io.checksum.verify`).
     packages : iterable of str
         Distributions whose versions are recorded.
 
@@ -90,6 +92,11 @@ def provenance(
         ``config_sha256``, ``config``, ``dpreg_version``, ``python``,
         ``packages``, ``datasets`` (name -> n, d, sha256, source, target,
         features) and ``tables`` (id -> sha256).
+
+    Raises
+    ------
+    DPRegError
+        If a table is missing, damaged or has no checksum sidecar.
     """
     datasets = {}
     for name, meta in sorted(metas.items()):
@@ -98,9 +105,11 @@ def provenance(
             for key in ("n", "d", "sha256", "source", "target", "target_transform", "features")
             if key in meta
         }
-    table_sums = {}
-    for name, path in sorted((tables or {}).items()):
-        table_sums[name] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    # each table checked against the checksum written with it: a damaged or truncated
+    # table is refused, never recorded as if it were the run's result
+    table_sums = {
+        name: verify(path, "summary table") for name, path in sorted((tables or {}).items())
+    }
     return {
         "config_sha256": config_hash(config),
         "config": plain(config),
