@@ -81,7 +81,7 @@ def write_checked(path: str | os.PathLike[str], data: bytes) -> str:
 
 
 def rebuild_hint(path: str | os.PathLike[str]) -> str:
-    """How to rebuild ``path``: the rule that writes it (guessed from its folder and name)."""
+    """How to rebuild ``path``: Snakemake forced on the file (and the rule that writes it)."""
     parts = Path(path).parts
     name = Path(path).name
     rule = None
@@ -92,8 +92,11 @@ def rebuild_hint(path: str | os.PathLike[str]) -> str:
         rule = "write_claims"
     elif rule is None and name.endswith(".csv"):
         rule = "summarise_experiment"
-    forcerun = f"snakemake --cores 2 --forcerun {rule}" if rule else "snakemake --cores 2"
-    return f"rebuild it with `{forcerun}`, or delete it (and its {SIDECAR_SUFFIX}) and run again"
+    every = f" (or `--forcerun {rule}` for every file of its rule)" if rule else ""
+    return (
+        f"rebuild it with `snakemake --cores 2 --forcerun {path}`{every}, "
+        f"or delete it (and its {SIDECAR_SUFFIX}) and run snakemake again"
+    )
 
 
 def verify(

@@ -370,7 +370,7 @@ def read_suite_table(path: str | Path) -> pd.DataFrame:
     if not Path(path).is_file():
         raise DPRegError(
             f"suite table {str(path)!r} does not exist; it is written by the wang-suite "
-            "experiment (snakemake --cores 2 results/tables/wang-suite.csv)"
+            "experiment (snakemake --cores 2 --configfile config/wang-suite.yaml)"
         )
     try:
         table = read_table(path)
@@ -430,7 +430,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run(args)
     except DPRegError as exc:
-        p.exit(2, f"{p.prog}: error: {exc}\n")
+        p.exit(2, f"{p.prog}: error: {' '.join(str(exc).split())}\n")  # one line
     except OSError as exc:
         where = f" {exc.filename!r}" if exc.filename else ""
         p.exit(2, f"{p.prog}: error: cannot write{where}: {exc.strerror or exc}\n")
