@@ -174,7 +174,11 @@ def test_truncated_trial_file_with_its_mtime_kept_is_refused(tmp_path, name):
             read()
         msg = str(exc.value)
         assert str(path) in msg and "damaged or incomplete" in msg
-        assert f"snakemake --cores 2 --forcerun {path}" in msg and "--forcerun run_sweep" in msg and "delete it" in msg
+        assert (
+            f"snakemake --cores 2 --forcerun {path}" in msg
+            and "--forcerun run_sweep" in msg
+            and "delete it" in msg
+        )
 
 
 def test_file_without_sidecar_is_refused_unless_missing_ok(tmp_path):
