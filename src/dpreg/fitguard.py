@@ -30,17 +30,17 @@ def numeric_guard(algorithm: str, epsilon: float, delta: float) -> Iterator[None
     ``FloatingPointError``), a :class:`ValueError` that is not already a
     :class:`DPRegError` (``math domain error``) and a :class:`RuntimeWarning`
     raised as an error by a warnings filter.  A :class:`DPRegError` at an
-    epsilon outside :data:`EPSILON_RANGE` is re-raised naming the epsilon the
+    epsilon above :data:`EPSILON_RANGE` is re-raised naming the epsilon the
     user set (a calibration may name only its share of it).
     """
     low, high = EPSILON_RANGE
     try:
         yield
     except DPRegError as err:
-        if low <= epsilon <= high:
+        if epsilon <= high:  # below the range the calibrations' messages say "too small"
             raise
-        # a calibration's own message may name a share of the budget (epsilon / k):
-        # say which budget the user set and where every entry calibrates
+        # above it a calibration's message may name only a share of the budget
+        # (epsilon / k), or call it too small: say which budget the user set
         raise DPRegError(
             f"{algorithm} at epsilon={epsilon:g}, outside the range {low:g} to {high:g} "
             f"the pipeline accepts: {err}"
