@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 
 from dpreg._validation import DPRegError
-from dpreg.io.atomic import atomic_path, write_text_atomic
+from dpreg.io.atomic import write_bytes_atomic, write_text_atomic
 
 __all__ = [
     "SIDECAR_SUFFIX",
@@ -75,8 +75,7 @@ def write_checksum(path: str | os.PathLike[str], sha256: str | None = None) -> s
 def write_checked(path: str | os.PathLike[str], data: bytes) -> str:
     """Write ``data`` to ``path`` and then its sidecar, both atomically; returns the hex."""
     sha = hashlib.sha256(data).hexdigest()
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
+    write_bytes_atomic(path, data)
     return write_checksum(path, sha)
 
 
