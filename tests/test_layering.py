@@ -37,7 +37,15 @@ LAYERS: list[tuple[str, ...]] = [
     ("dpreg.inference",),
     ("dpreg.report",),
     ("dpreg.audit",),
-    ("dpreg", "dpreg.bounds", "dpreg.budget", "dpreg.estimator", "dpreg.cli", "dpreg.__main__"),
+    (
+        "dpreg",
+        "dpreg.bounds",
+        "dpreg.budget",
+        "dpreg.fitguard",
+        "dpreg.estimator",
+        "dpreg.cli",
+        "dpreg.__main__",
+    ),
 ]
 
 MAX_LINES = 500

@@ -1,9 +1,21 @@
 """The ``dpreg`` command: one entry point with subcommands.
 
-``dpreg audit [options]`` runs the empirical privacy audit; its options are
-those of ``dpreg-audit`` and ``python -m dpreg.audit``, which keep working
-(all three call :func:`dpreg.audit.main`).  ``dpreg --version`` prints the
-package version.
+- ``dpreg audit [options]`` runs the empirical privacy audit
+  (:func:`dpreg.audit.main`; ``dpreg-audit`` and ``python -m dpreg.audit`` are
+  aliases);
+- ``dpreg claims {register,evaluate,readme,check-readme}`` registers the
+  claims before their trials are drawn, evaluates them outside Snakemake and
+  keeps the results README's verdict block
+  (:func:`dpreg.report.claims.main`; alias ``python -m dpreg.report.claims``);
+- ``dpreg suite TABLE`` draws Wang's suite figures and tables
+  (:func:`dpreg.report.suite.main`; alias ``python -m dpreg.report.suite``);
+- ``dpreg leaderboard TABLE`` ranks the methods of Wang's suite
+  (:func:`dpreg.report.leaderboard.leaderboard_main`);
+- ``dpreg browser TABLES...`` writes the static results browser
+  (:func:`dpreg.report.browser.browser_main`).
+
+``dpreg <command> --help`` lists a command's options; ``dpreg --version``
+prints the package version.
 """
 
 from __future__ import annotations
@@ -16,9 +28,19 @@ from dpreg._version import __version__
 
 __all__ = ["COMMANDS", "main"]
 
-#: subcommand -> (module whose ``main(argv)`` runs it, one-line summary)
+#: subcommand -> ("module:function" whose ``function(argv)`` runs it, one-line summary)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "audit": ("dpreg.audit", "empirical privacy audit of every private algorithm"),
+    "audit": ("dpreg.audit:main", "empirical privacy audit of every private algorithm"),
+    "claims": (
+        "dpreg.report.claims:main",
+        "register claims, evaluate them, write or check the README verdicts",
+    ),
+    "suite": ("dpreg.report.suite:main", "Wang (2018)'s suite: figures and win counts"),
+    "leaderboard": (
+        "dpreg.report.leaderboard:leaderboard_main",
+        "rank the methods over Wang's suite (Friedman, Nemenyi, sign tests)",
+    ),
+    "browser": ("dpreg.report.browser:browser_main", "write the static results browser"),
 }
 
 
@@ -55,7 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         known = ", ".join(sorted(COMMANDS))
         print(f"dpreg: unknown command {command!r}; known commands: {known}", file=sys.stderr)
         return 2
-    run: Callable[[list[str]], int | None] = import_module(COMMANDS[command][0]).main
+    module, function = COMMANDS[command][0].split(":")
+    run: Callable[[list[str]], int | None] = getattr(import_module(module), function)
     return int(run(rest) or 0)
 
 

@@ -85,6 +85,7 @@ from dpreg.bounds import (
     clip_rows,
 )
 from dpreg.budget import BudgetAccountant, default_accountant
+from dpreg.fitguard import numeric_guard
 from dpreg.preprocess.stats import SuffStats, check_rows_within_bounds
 from dpreg.seeding import as_generator
 
@@ -421,16 +422,17 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
         stats = SuffStats.from_arrays(X, y, bound_x=bx, bound_y=by)
         # the releases first: a calibration that fails (e.g. epsilon too small)
         # stops before any noise is drawn
-        releases = alg.releases(
-            epsilon=eps,
-            delta=dlt,
-            d=stats.d,
-            bound_x=bx,
-            bound_y=by,
-            rho=chk.rho,
-            n=stats.n,
-            params=chk.params,
-        )
+        with numeric_guard(self.algorithm, eps, dlt):
+            releases = alg.releases(
+                epsilon=eps,
+                delta=dlt,
+                d=stats.d,
+                bound_x=bx,
+                bound_y=by,
+                rho=chk.rho,
+                n=stats.n,
+                params=chk.params,
+            )
         rng = as_generator(self.random_state, "random_state")  # checked before any charge
         accountant = self.accountant if self.accountant is not None else default_accountant()
         if accountant is not None:
@@ -448,18 +450,19 @@ class PrivateLinearRegression(RegressorMixin, BaseEstimator):
                 NonPrivateWarning,
                 stacklevel=2,
             )
-        res = alg.fit(
-            stats,
-            epsilon=eps,
-            delta=dlt,
-            rng=rng,
-            size=1,
-            rho=chk.rho,
-            xtx_offset=chk.offset,
-            params=chk.params,
-            rows=(X, y) if alg.needs_rows else None,
-        )
-        if res.failed[0]:
+        with numeric_guard(self.algorithm, eps, dlt):
+            res = alg.fit(
+                stats,
+                epsilon=eps,
+                delta=dlt,
+                rng=rng,
+                size=1,
+                rho=chk.rho,
+                xtx_offset=chk.offset,
+                params=chk.params,
+                rows=(X, y) if alg.needs_rows else None,
+            )
+        if res.failed[0] or not np.isfinite(res.theta[0]).all():
             raise DPRegError(
                 f"{self.algorithm}: the fit returned no estimate (a singular or non-finite "
                 "noisy system, or a failed safety test); a refit with another random_state "

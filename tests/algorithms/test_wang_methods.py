@@ -576,6 +576,9 @@ def test_suite_winners_relative_errors_and_figures(tmp_path):
 
 
 def _write(table, tmp_path):
+    from dpreg.io.checksum import write_checksum
+
     path = tmp_path / "table.csv"
     table.to_csv(path, index=False)
+    write_checksum(path)  # dpreg suite reads only tables whose checksum matches
     return str(path)

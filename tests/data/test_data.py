@@ -877,7 +877,12 @@ def test_prepare_script_names_a_constant_feature_on_the_console_and_in_the_log(t
     assert "WARNING dataset 'mine': constant feature column(s) k kept" in done.stderr
     log = (tmp_path / "mine.log").read_text()
     assert "constant feature column(s) k kept" in log and "prepared mine: n=3 d=2" in log
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["mine.json", "mine.parquet"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "mine.json",
+        "mine.json.sha256",
+        "mine.parquet",
+        "mine.parquet.sha256",
+    ]
 
 
 def test_prepare_script_refuses_bad_input_in_one_console_line(tmp_path):

@@ -19,6 +19,7 @@ import dpreg.data
 import dpreg.engine.sources
 from dpreg.engine.sources import sweep_dataset
 from dpreg.engine.sweep import assign_folds
+from dpreg.io.checksum import write_checksum
 from dpreg.preprocess import ArraySource, fold_statistics
 from dpreg.preprocess.stats import ScoreStats
 
@@ -66,6 +67,7 @@ def _write_table(path, X: np.ndarray, y: np.ndarray, *, row_group: int = 1000) -
     cols = {f"x{j}": X[:, j] for j in range(X.shape[1])}
     cols["target"] = y  # the target column comes last
     pq.write_table(pa.table(cols), path, row_group_size=row_group)
+    write_checksum(path)  # readers of prepared tables verify it
 
 
 @pytest.fixture(scope="module")

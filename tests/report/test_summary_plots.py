@@ -13,6 +13,7 @@ import pytest
 
 from dpreg import DPRegError
 from dpreg.algorithms import ALGORITHMS
+from dpreg.io.checksum import write_checksum
 from dpreg.report.figures import SCALE_LABEL, plot_experiment
 from dpreg.report.lines import panel_grid
 from dpreg.report.summary import (
@@ -224,6 +225,7 @@ def test_config_hash_ignores_key_order():
 def test_provenance_is_deterministic(tmp_path):
     table = tmp_path / "t.csv"
     table.write_text("a\n1\n")
+    write_checksum(table)  # provenance records only tables whose checksum matches
     metas = {"d1": {"n": 10, "d": 2, "sha256": "ab" * 32, "source": "mirror", "detail": "x"}}
     cfg = {"seed": 1, "datasets": {"d1": {}}}
     paths = []
@@ -532,7 +534,7 @@ def test_atomic_writers_leave_nothing_on_failure(tmp_path, monkeypatch, writer):
     monkeypatch.undo()
     write(path)
     assert path.read_bytes() != b"old complete file"
-    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name, f"{name}.sha256"]
 
 
 def test_parquet_trials_round_trip_and_selection(tmp_path):

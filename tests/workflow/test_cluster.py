@@ -162,7 +162,9 @@ def test_cluster_generic_equals_local(tmp_path):
     out_local, out_cluster = _outputs(local), _outputs(cluster)
     expected = {f"tables/{exp}.csv" for exp in cfg["experiments"]}
     assert expected <= set(out_local)
-    assert sum(k.startswith("trials/") for k in out_local) == n_sweeps
+    trial_files = [k for k in out_local if k.startswith("trials/") and k.endswith(".parquet")]
+    assert len(trial_files) == n_sweeps
+    assert all(f"{k}.sha256" in out_local for k in trial_files)  # each with its checksum
     assert sorted(out_cluster) == sorted(out_local)
     differ = [k for k in out_local if out_local[k] != out_cluster[k]]
     assert not differ, f"cluster and local outputs differ: {differ}"

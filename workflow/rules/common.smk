@@ -33,6 +33,11 @@ def _describe(error):
             close = difflib.get_close_matches(str(key), allowed, n=1)
             hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
         return f"{where}: unknown key {', '.join(hints)}; allowed keys: {', '.join(allowed)}"
+    if error.validator == "maxLength" and isinstance(error.instance, str):
+        return (
+            f"{where}: {error.instance[:24]!r}... is {len(error.instance)} characters long; "
+            f"at most {error.validator_value} are allowed (names become file names)"
+        )
     return f"{where}: {error.message}"
 
 

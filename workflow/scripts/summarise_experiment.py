@@ -5,7 +5,6 @@ the figure (PNG, PDF) is drawn from the table as written, so it shows exactly
 the committed numbers; the imports (pandas, matplotlib, dpreg) are paid once.
 """
 
-import json
 import logging
 
 smk = snakemake  # noqa: F821 (injected by Snakemake's script directive)
@@ -22,6 +21,7 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 
+from dpreg.data.prepared import read_prepared_meta  # noqa: E402
 from dpreg.inference.claims import bootstrap_settings  # noqa: E402
 from dpreg.io.tables import read_table, write_table  # noqa: E402
 from dpreg.io.trials import read_trials, trial_file_columns  # noqa: E402
@@ -64,8 +64,7 @@ plot_level = plot.get("level") or (smk.config.get("bootstrap") or {}).get("level
 cap = plot["cap"] if "cap" in plot else experiment.get("plot_cap", 10.0)
 dataset_info = {}
 for name, path in zip(plot["datasets"], smk.input.metas, strict=True):
-    with open(path, encoding="utf-8") as fh:
-        meta = json.load(fh)
+    meta = read_prepared_meta(path)  # its checksum verified
     dataset_info[name] = (meta["n"], meta["d"])
 
 plot_experiment(

@@ -1,6 +1,5 @@
 """Snakemake adapter: config hash, package versions and data checksums -> JSON."""
 
-import json
 import logging
 
 smk = snakemake  # noqa: F821 (injected by Snakemake's script directive)
@@ -10,6 +9,7 @@ from dpreg.joblog import log_to_file  # noqa: E402 (light: only logging)
 log_file = log_to_file(smk.log[0])
 
 from dpreg.algorithms import load_plugins  # noqa: E402
+from dpreg.data.prepared import read_prepared_meta  # noqa: E402
 
 load_plugins(smk.config.get("plugins") or [])  # the run's plug-ins, before any name is used
 
@@ -19,8 +19,7 @@ from dpreg.report.provenance import provenance  # noqa: E402
 
 metas = {}
 for name, path in zip(smk.params.datasets, smk.input.metas, strict=True):
-    with open(path, encoding="utf-8") as fh:
-        metas[name] = json.load(fh)
+    metas[name] = read_prepared_meta(path)  # its checksum verified
 tables = dict(zip(smk.params.experiments, smk.input.tables, strict=True))
 
 record = provenance(config=smk.params.config, metas=metas, tables=tables)

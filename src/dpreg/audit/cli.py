@@ -36,9 +36,7 @@ import csv
 import io
 import json
 import math
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -61,6 +59,7 @@ from dpreg.audit.model import (
     declared_layout,
     reproduces_fit,
 )
+from dpreg.io.atomic import write_text_atomic
 from dpreg.progress import progress
 
 __all__ = ["SUMMARY_KEYS", "main", "run_audit", "write_outputs"]
@@ -197,20 +196,6 @@ def jsonable(obj: Any) -> Any:
     return obj
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def summary_markdown(records: Sequence[dict[str, Any]], meta: dict) -> str:
     """A Markdown report of one audit run, generated from its records (``audit.md``)."""
     bad = failing(records)
@@ -270,10 +255,10 @@ def write_outputs(out_dir: str | Path, records: Sequence[dict[str, Any]], meta: 
     writer.writeheader()
     for rec in records:
         writer.writerow({k: "" if v is None else v for k, v in _summary(rec).items()})
-    _atomic_write(out / "audit.csv", buf.getvalue())
+    write_text_atomic(out / "audit.csv", buf.getvalue())
     doc = jsonable({**meta, "records": list(records)})
-    _atomic_write(out / "audit.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
-    _atomic_write(out / "audit.md", summary_markdown(records, meta))
+    write_text_atomic(out / "audit.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    write_text_atomic(out / "audit.md", summary_markdown(records, meta))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -314,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     seconds = round(time.perf_counter() - t0, 1)
     if args.json_out:
-        _atomic_write(Path(args.json_out), "\n".join(lines) + "\n")
+        write_text_atomic(Path(args.json_out), "\n".join(lines) + "\n")
     bad = failing(records)
     if args.out:
         meta = {

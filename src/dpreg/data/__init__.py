@@ -101,6 +101,7 @@ from dpreg.data.prepared import (
     prepare_dataset,
     prepared_shape,
     read_prepared,
+    read_prepared_meta,
 )
 from dpreg.data.recipe import PreparedDataset, apply_recipe
 from dpreg.data.sources import RawDataset, fetch_raw
@@ -119,5 +120,6 @@ __all__ = [
     "prepare_dataset",
     "prepared_shape",
     "read_prepared",
+    "read_prepared_meta",
     "validate_entry",
 ]

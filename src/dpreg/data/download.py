@@ -16,7 +16,6 @@ import hashlib
 import http.client
 import io
 import json
-import os
 import socket
 import tempfile
 import time
@@ -29,6 +28,7 @@ from typing import Any
 import pandas as pd
 
 from dpreg.data.entries import DEFAULT_DOWNLOAD_MAX_BYTES, OFFLINE_HINT, fail
+from dpreg.io.atomic import write_bytes_atomic
 
 __all__ = [
     "READ_TIMEOUT",
@@ -256,20 +256,6 @@ def _cache_paths(cache_dir: Path, name: str, e: Mapping[str, Any]) -> tuple[Path
     return cache_dir / f"{stem}.bin", cache_dir / f"{stem}.json"
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path`` and move it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def _from_cache(bin_path: Path, info_path: Path) -> tuple[bytes, list[dict[str, str]], str] | None:
     if not (bin_path.is_file() and info_path.is_file()):
         return None
@@ -299,6 +285,6 @@ def download_source(
         variables, detail = [], e["url"]
     if paths is not None:
         info = {"sha256": sha256_hex(data), "variables": variables, "detail": detail}
-        write_atomic(paths[0], data)
-        write_atomic(paths[1], json.dumps(info, indent=1).encode())
+        write_bytes_atomic(paths[0], data)
+        write_bytes_atomic(paths[1], json.dumps(info, indent=1).encode())
     return data, variables, detail

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,8 @@ from dpreg._version import __version__
 from dpreg.data.entries import validate_entry
 from dpreg.data.recipe import apply_recipe
 from dpreg.data.sources import fetch_raw
+from dpreg.io.atomic import atomic_path
+from dpreg.io.checksum import sidecar, verify, write_checked, write_checksum
 
 __all__ = [
     "ROW_GROUP_ROWS",
@@ -31,23 +32,18 @@ __all__ = [
     "prepare_dataset",
     "prepared_shape",
     "read_prepared",
+    "read_prepared_meta",
 ]
 
 #: Rows per Parquet row group of a prepared table (the streaming unit).
 ROW_GROUP_ROWS = 65536
 
 
-def _remove(paths: list[str]) -> None:
+def _remove(paths: list[Path]) -> None:
     for p in paths:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(p)
-
-
-def _temp_beside(out: Path) -> str:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    os.close(fd)
-    return tmp
+        for q in (p, sidecar(p)):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(q)
 
 
 def prepare_dataset(
@@ -65,9 +61,11 @@ def prepare_dataset(
     column last, all float64, in row groups of :data:`ROW_GROUP_ROWS`.  The
     JSON sidecar holds ``dataset, source, detail, sha256, n, d, features,
     target, target_transform, description, report, dpreg_version``.  Both are
-    written to temporary files in their folders and moved into place; on any
-    error neither output exists afterwards (an earlier run's outputs are
-    removed too, so nothing that looks complete is left).
+    written atomically (:mod:`dpreg.io.atomic`), each with its checksum
+    sidecar ``<file>.sha256`` (:mod:`dpreg.io.checksum`), which the readers
+    verify.  On any error neither output exists afterwards: an earlier run's
+    outputs are removed too, as Snakemake does before it reruns this job, so
+    a prepared table never disagrees with the entry that asked for it.
 
     Parameters
     ----------
@@ -82,7 +80,6 @@ def prepare_dataset(
         The sidecar's content.
     """
     outs = [Path(out_table), Path(out_meta)]
-    temps: list[str] = []
     try:
         e = validate_entry(name, entry)
         raw = fetch_raw(name, e, mirror_dir=mirror_dir, cache_dir=cache_dir)
@@ -105,18 +102,37 @@ def prepare_dataset(
         table = pa.table(
             {**{c: X[c].to_numpy(np.float64) for c in X.columns}, y.name: y.to_numpy(np.float64)}
         )
-        temps = [_temp_beside(out) for out in outs]
-        pq.write_table(table, temps[0], row_group_size=ROW_GROUP_ROWS)
-        Path(temps[1]).write_text(json.dumps(meta, indent=1) + "\n")
-        for tmp, out in zip(temps, outs, strict=True):
-            os.replace(tmp, out)
+        with atomic_path(outs[0]) as tmp:
+            pq.write_table(table, tmp, row_group_size=ROW_GROUP_ROWS)
+        write_checksum(outs[0])
+        write_checked(outs[1], (json.dumps(meta, indent=1) + "\n").encode("utf-8"))
         return meta
     except BaseException:
-        _remove([*temps, *map(str, outs)])
+        _remove(outs)
         raise
 
 
+def read_prepared_meta(meta_path: str | os.PathLike) -> dict[str, Any]:
+    """The JSON sidecar of a prepared table, its checksum verified first.
+
+    Raises
+    ------
+    DPRegError
+        If the file is missing, damaged or has no checksum
+        (:func:`dpreg.io.checksum.verify`), or is not a JSON object.
+    """
+    verify(meta_path, "prepared dataset record")
+    try:
+        meta = json.loads(Path(meta_path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DPRegError(f"prepared dataset record {str(meta_path)!r} is not JSON: {exc}") from None
+    if not isinstance(meta, dict):
+        raise DPRegError(f"prepared dataset record {str(meta_path)!r} is not a JSON object")
+    return meta
+
+
 def _open_prepared(table_path: str | os.PathLike, *, pre_buffer: bool = True) -> pq.ParquetFile:
+    verify(table_path, "prepared table")  # hashed once per process while unchanged
     try:
         pf = pq.ParquetFile(table_path, pre_buffer=pre_buffer)
     except (OSError, pa.ArrowException) as exc:

@@ -22,8 +22,9 @@ from typing import Any
 
 import pandas as pd
 
-from dpreg.data.download import download_source, sha256_hex, write_atomic
+from dpreg.data.download import download_source, sha256_hex
 from dpreg.data.entries import OFFLINE_HINT, ROLES, fail, validate_entry
+from dpreg.io.atomic import write_bytes_atomic
 
 __all__ = ["RawDataset", "fetch_raw"]
 
@@ -273,7 +274,7 @@ UNVERIFIED_DIR = Path(tempfile.gettempdir()) / "dpreg-unverified"
 def _keep_unverified(name: str, data: bytes, sha: str, cache_dir: Path | None) -> Path:
     """Save a download the run will not use, so the message can name a file to check."""
     path = (cache_dir or UNVERIFIED_DIR) / f"{name}-{sha[:16]}.unverified"
-    write_atomic(path, data)
+    write_bytes_atomic(path, data)
     return path
 
 

@@ -13,17 +13,16 @@ Every table the pipeline writes is declared here once:
 
 The writers are deterministic (fixed float format, gzip without timestamp
 or file name, sorted JSON keys), so equal content gives equal bytes, and
-atomic: the file is written to a temporary sibling and moved into place with
-:func:`os.replace`, so a failure never leaves a partial file behind and an
-existing file is either kept whole or replaced whole.
+atomic (:mod:`dpreg.io.atomic`): a failure never leaves a partial file behind
+and an existing file is either kept whole or replaced whole.  Summary tables,
+claims tables and JSON records are written with their checksum sidecar
+(:mod:`dpreg.io.checksum`), which the readers verify.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,8 @@ import numpy as np
 import pandas as pd
 
 from dpreg._validation import DPRegError
+from dpreg.io.atomic import write_bytes_atomic, write_text_atomic
+from dpreg.io.checksum import verify, write_checked
 
 __all__ = [
     "CLAIM_COLUMNS",
@@ -267,31 +268,6 @@ def conform(frame: pd.DataFrame, columns: Sequence[str], dtypes: Mapping[str, An
     return frame[list(columns)].astype({c: dtypes[c] for c in columns})
 
 
-# --------------------------------------------------------------------------
-# atomic writes
-# --------------------------------------------------------------------------
-def write_bytes_atomic(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary sibling and :func:`os.replace`.
-
-    On any failure the temporary file is removed and ``path`` is left as it
-    was (absent, or the previous complete file).
-    """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_text_atomic(path: str | Path, text: str) -> None:
-    """UTF-8 text through :func:`write_bytes_atomic`."""
-    write_bytes_atomic(path, text.encode("utf-8"))
-
-
 def _csv(frame: pd.DataFrame, float_format: str) -> str:
     return frame.to_csv(index=False, float_format=float_format, lineterminator="\n")
 
@@ -306,22 +282,36 @@ def _read_csv(path: str | Path, columns: Sequence[str] | None = None) -> pd.Data
 
 
 def write_table(table: pd.DataFrame, path: str | Path) -> None:
-    """Write a summary table as CSV with :data:`TABLE_FLOAT_FORMAT` (atomic)."""
-    write_text_atomic(path, _csv(table, TABLE_FLOAT_FORMAT))
+    """Write a summary table as CSV with :data:`TABLE_FLOAT_FORMAT` and its checksum (atomic)."""
+    write_checked(path, _csv(table, TABLE_FLOAT_FORMAT).encode("utf-8"))
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """Read a summary table written by :func:`write_table`."""
+    """Read a summary table written by :func:`write_table` (its checksum verified first).
+
+    Raises
+    ------
+    DPRegError
+        If the file is missing, damaged or has no checksum (:func:`dpreg.io.checksum.verify`).
+    """
+    verify(path, "summary table")
     return _read_csv(path)
 
 
 def write_claims(claims: pd.DataFrame, path: str | Path) -> None:
-    """Write ``claims.csv`` (columns :data:`CLAIM_COLUMNS`, atomic)."""
-    write_text_atomic(path, _csv(conform(claims, CLAIM_COLUMNS, CLAIM_DTYPES), TABLE_FLOAT_FORMAT))
+    """Write ``claims.csv`` (columns :data:`CLAIM_COLUMNS`) and its checksum (atomic)."""
+    text = _csv(conform(claims, CLAIM_COLUMNS, CLAIM_DTYPES), TABLE_FLOAT_FORMAT)
+    write_checked(path, text.encode("utf-8"))
 
 
-def read_claims(path: str | Path) -> pd.DataFrame:
-    """Read ``claims.csv`` with the declared dtypes (empty strings stay empty)."""
+def read_claims(path: str | Path, *, require_checksum: bool = True) -> pd.DataFrame:
+    """Read ``claims.csv`` with the declared dtypes (empty strings stay empty).
+
+    Its checksum is verified first (:func:`dpreg.io.checksum.verify`);
+    ``require_checksum=False`` accepts a table without a sidecar (a committed
+    table, which git checks), never one whose sidecar does not match.
+    """
+    verify(path, "claims table", missing_ok=not require_checksum)
     frame = pd.read_csv(
         path, dtype=dict.fromkeys(_STRING_COLUMNS, str), keep_default_na=False, na_values=[""]
     )
@@ -362,6 +352,6 @@ def plain(obj: Any) -> Any:
 
 
 def write_json(obj: Any, path: str | Path) -> None:
-    """Write indented JSON with sorted keys and a final newline (atomic)."""
+    """Write indented JSON with sorted keys and a final newline and its checksum (atomic)."""
     text = json.dumps(plain(obj), sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
-    write_text_atomic(path, text + "\n")
+    write_checked(path, (text + "\n").encode("utf-8"))

@@ -18,12 +18,12 @@ import numpy as np
 import pandas as pd
 
 from dpreg._validation import DPRegError
+from dpreg.io.checksum import verify, write_checked
 from dpreg.io.tables import (
     _STRING_COLUMNS,
     TRIAL_FLOAT_FORMAT,
     _csv,
     _read_csv,
-    write_bytes_atomic,
 )
 
 __all__ = ["read_trials", "select_trials", "trial_file_columns", "write_trials"]
@@ -35,7 +35,9 @@ def write_trials(trials: pd.DataFrame, path: str | Path) -> None:
     ``*.parquet`` paths get Parquet (zstd, dictionary-encoded strings, no
     index); other paths gzip-compressed CSV with :data:`TRIAL_FLOAT_FORMAT`
     (exact round trip), missing values as empty fields and a gzip header
-    with neither timestamp nor file name.
+    with neither timestamp nor file name.  The file's SHA-256 goes to its
+    sidecar ``<path>.sha256`` (:mod:`dpreg.io.checksum`), which every reader
+    verifies.
     """
     if str(path).endswith(".parquet"):
         import pyarrow as pa  # on first use: a costly import most callers skip
@@ -45,12 +47,12 @@ def write_trials(trials: pd.DataFrame, path: str | Path) -> None:
         table = table.replace_schema_metadata(None)  # no pandas/version blob
         buf = io.BytesIO()
         pq.write_table(table, buf, compression="zstd", use_dictionary=True)
-        write_bytes_atomic(path, buf.getvalue())
+        write_checked(path, buf.getvalue())
         return
     raw = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz:
         gz.write(_csv(trials, TRIAL_FLOAT_FORMAT).encode("utf-8"))
-    write_bytes_atomic(path, raw.getvalue())
+    write_checked(path, raw.getvalue())
 
 
 def _read_one_trials(
@@ -61,6 +63,7 @@ def _read_one_trials(
     repeats: int | Mapping[str, int] | None,
     categorical: Sequence[str] = (),
 ) -> pd.DataFrame:
+    verify(path, "trial file")
     if str(path).endswith(".parquet"):
         return _read_parquet_trials(path, columns, variants, algorithms, repeats, categorical)
     looked = _selection_columns(columns, variants, algorithms, repeats)
@@ -234,7 +237,11 @@ def _read_parquet_trials(
 
 
 def trial_file_columns(path: str | Path) -> list[str]:
-    """Column names of a trial file (Parquet schema or CSV header), without reading its rows."""
+    """Column names of a trial file (Parquet schema or CSV header), without reading its rows.
+
+    The file's checksum is verified first (:func:`dpreg.io.checksum.verify`).
+    """
+    verify(path, "trial file")
     if str(path).endswith(".parquet"):
         import pyarrow.parquet as pq
 
@@ -275,6 +282,13 @@ def read_trials(
 
     Name columns (dataset, variant, algorithm, ...) are read as strings, so a
     dataset called ``1`` stays ``"1"``.
+
+    Raises
+    ------
+    DPRegError
+        If a file is missing, damaged or truncated, or has no checksum sidecar
+        (:func:`dpreg.io.checksum.verify`); the message names the file and how
+        to rebuild it.
     """
     frames = [
         _read_one_trials(p, columns, variants, algorithms, repeats, categorical) for p in paths

@@ -3,8 +3,9 @@
 :func:`render_markdown` turns ``claims.csv``
 (:func:`dpreg.inference.evaluation.evaluate_claims`) into the verdict block of
 a README and :func:`replace_readme_block` puts it between the claims
-markers; ``python -m dpreg.report.claims {evaluate,readme,check-readme}``
-runs the claims outside Snakemake (see config/README.md).
+markers; ``dpreg claims {evaluate,readme,check-readme}`` (or ``python -m
+dpreg.report.claims ...``, the same command) runs the claims outside
+Snakemake (see config/README.md).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ import yaml
 from dpreg._validation import DPRegError
 from dpreg.inference.claims import parse_claims
 from dpreg.inference.evaluation import evaluate_claims
-from dpreg.inference.registry import attach_claims
+from dpreg.inference.registry import attach_claims, lock_path, register_claims
+from dpreg.io.checksum import verify
 from dpreg.io.tables import (
     read_claims,
     write_claims,
@@ -205,6 +207,10 @@ def _cli_trial_files(cfg: Mapping[str, Any], root: Path):
 
 def _check_readme(readme: str, tables: str, provenance: str) -> int:
     sources = sorted(Path(tables).glob("*.csv")) + [p for p in [Path(provenance)] if p.exists()]
+    # numbers are checked only against whole tables: a sidecar that exists must match (a
+    # committed table without one is checked by git)
+    for source in sources:
+        verify(source, "results file", missing_ok=True)
     bad = unverified_numbers(Path(readme).read_text(encoding="utf-8"), table_values(sources))
     for number in bad:
         print(f"{readme}: {number} is in no table under {tables} (nor in {provenance})")
@@ -212,12 +218,24 @@ def _check_readme(readme: str, tables: str, provenance: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m dpreg.report.claims {evaluate,readme,check-readme}`` (see config/README.md)."""
+    """``dpreg claims {register,evaluate,readme,check-readme}`` (see config/README.md)."""
     parser = argparse.ArgumentParser(
-        prog="python -m dpreg.report.claims",
+        prog="dpreg claims",
         description="Claims as data: paired comparisons with computed verdicts.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    rg = sub.add_parser(
+        "register", help="record each claim's definition hash, date and commit (claims.lock)"
+    )
+    rg.add_argument("--claims", default="config/claims.yaml")
+    rg.add_argument(
+        "--seen-seed",
+        type=int,
+        action="append",
+        default=[],
+        help="a root seed whose trials were already drawn (its verdicts stay exploratory)",
+    )
+    rg.add_argument("--note", default="", help="written into the record")
     ev = sub.add_parser("evaluate", help="trial files -> claims.csv")
     ev.add_argument("--config", default="config/config.yaml")
     ev.add_argument(
@@ -235,6 +253,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ck.add_argument("--provenance", default="results/provenance.json")
     args = parser.parse_args(argv)
     try:
+        if args.command == "register":
+            record = register_claims(args.claims, seen_seeds=args.seen_seed, note=args.note)
+            print(f"registered {len(record['claims'])} claims in {lock_path(args.claims)}")
+            return 0
         if args.command == "check-readme":
             return _check_readme(args.readme, args.tables, args.provenance)
         if args.command == "evaluate":
@@ -246,7 +268,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
             write_claims(evaluate_claims(cfg, files, select=select), args.out)
         else:
-            block = render_markdown(read_claims(args.claims))
+            # a committed claims.csv may lack its sidecar (git checks it); one that has it must match
+            block = render_markdown(read_claims(args.claims, require_checksum=False))
             path = Path(args.readme)
             text = path.read_text(encoding="utf-8") if path.exists() else ""
             write_text_atomic(path, replace_readme_block(text, block, source=args.claims))

@@ -46,6 +46,7 @@ from matplotlib.transforms import blended_transform_factory
 
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS
+from dpreg.io.atomic import atomic_path
 from dpreg.report.lines import _Line, _ordered, _private_lines, _reference_lines, panel_grid
 
 __all__ = [
@@ -381,8 +382,16 @@ def _save(fig: Figure, out_png, out_pdf, dpi: int) -> None:
     fig.set_layout_engine(None)
     if fig.get_layout_engine() is not None:  # an rc setting asks for one
         fig.set_layout_engine("none")
-    fig.savefig(out_png, dpi=dpi, metadata={"Software": None})
-    fig.savefig(out_pdf, metadata={"CreationDate": None, "ModDate": None, "Producer": None})
+    # each file through a temporary sibling (the umask's mode), so a full disk or an
+    # interrupted job never leaves a partial figure that looks complete
+    with atomic_path(out_png) as tmp:
+        fig.savefig(tmp, format="png", dpi=dpi, metadata={"Software": None})
+    with atomic_path(out_pdf) as tmp:
+        fig.savefig(
+            tmp,
+            format="pdf",
+            metadata={"CreationDate": None, "ModDate": None, "Producer": None},
+        )
 
 
 def _legend_columns(labels: list[str], width_in: float, fontsize: float = 8.5) -> int:

@@ -21,6 +21,7 @@ from typing import Any
 from dpreg._version import __version__
 from dpreg.algorithms import ALGORITHMS
 from dpreg.algorithms.fingerprint import code_record
+from dpreg.io.checksum import verify
 from dpreg.io.tables import plain
 
 __all__ = [
@@ -126,7 +127,8 @@ def provenance(
         Dataset name -> the JSON sidecar written by
         :func:`dpreg.data.prepare_dataset` (n, d, sha256, source, ...).
     tables : mapping, optional
-        Experiment id -> summary table path; their SHA-256 is recorded.
+        Experiment id -> summary table path; their SHA-256 is recorded once it
+        matches the sidecar written with the table (:func:`dpreg.io.checksum.verify`).
     packages : iterable of str, optional
         Distributions whose versions are recorded (default:
         :func:`provenance_packages`).
@@ -140,6 +142,11 @@ def provenance(
         algorithm of the config's experiments), ``plugins`` (the config's),
         ``datasets`` (name -> n, d, sha256, source, target, features) and
         ``tables`` (id -> sha256).
+
+    Raises
+    ------
+    DPRegError
+        If a table is missing, damaged or has no checksum sidecar.
     """
     datasets = {}
     for name, meta in sorted(metas.items()):
@@ -148,9 +155,11 @@ def provenance(
             for key in ("n", "d", "sha256", "source", "target", "target_transform", "features")
             if key in meta
         }
-    table_sums = {}
-    for name, path in sorted((tables or {}).items()):
-        table_sums[name] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    # each table checked against the checksum written with it: a damaged or truncated
+    # table is refused, never recorded as if it were the run's result
+    table_sums = {
+        name: verify(path, "summary table") for name, path in sorted((tables or {}).items())
+    }
     used = [a for exp in (config.get("experiments") or {}).values() for a in exp["algorithms"]]
     return {
         "config_sha256": config_hash(config),

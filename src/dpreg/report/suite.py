@@ -17,7 +17,8 @@ writes, into one folder:
   below every other method's.
 - ``relative-errors.csv`` and ``wins.csv`` -- the numbers behind the summary.
 
-Run ``python -m dpreg.report.suite results/tables/wang-suite.csv --out results/wang-suite``.
+Run ``dpreg suite results/tables/wang-suite.csv --out results/wang-suite`` (or
+``python -m dpreg.report.suite ...``, the same command).
 
 References
 ----------
@@ -29,7 +30,6 @@ optimal and adaptive prediction & estimation in unbounded domain. UAI
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -40,6 +40,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from dpreg._validation import DPRegError
+from dpreg.data.prepared import read_prepared_meta
+from dpreg.io.atomic import atomic_path, write_text_atomic
 from dpreg.io.tables import read_table
 from dpreg.report.lines import algorithm_label, algorithm_style
 
@@ -48,9 +50,12 @@ __all__ = [
     "REFERENCES",
     "WANG_CODE",
     "main",
+    "parser",
     "plot_dataset",
     "plot_summary",
+    "read_suite_table",
     "relative_errors",
+    "run",
     "winners",
 ]
 
@@ -211,13 +216,14 @@ def _draw_group(ax, part: pd.DataFrame, algorithms: Sequence[str]) -> list:
 
 
 def _save(fig: Figure, out_png: str | Path | None, out_pdf: str | Path | None, dpi: int) -> None:
-    for path in (out_png, out_pdf):
-        if path is not None:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+    # each file through a temporary sibling (dpreg.io.atomic): never a partial figure
     if out_png is not None:
-        fig.savefig(out_png, dpi=dpi, metadata={"Software": None})
+        with atomic_path(out_png) as tmp:
+            fig.savefig(tmp, format="png", dpi=dpi, metadata={"Software": None})
     if out_pdf is not None:
-        fig.savefig(out_pdf, metadata={"CreationDate": None, "Creator": None, "Producer": None})
+        pdf_meta = {"CreationDate": None, "Creator": None, "Producer": None}
+        with atomic_path(out_pdf) as tmp:
+            fig.savefig(tmp, format="pdf", metadata=pdf_meta)
 
 
 def plot_dataset(
@@ -334,32 +340,71 @@ def _outline(j: int, i: int):
     return Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=1.4)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m dpreg.report.suite TABLE --out DIR [--meta DIR]``: every suite figure and table."""
-    parser = argparse.ArgumentParser(
-        prog="python -m dpreg.report.suite", description=__doc__.split("\n")[0]
+def parser() -> argparse.ArgumentParser:
+    """The options of ``dpreg suite``."""
+    p = argparse.ArgumentParser(
+        prog="dpreg suite",
+        description="Wang (2018)'s UCI suite: per-dataset figures, a summary figure and "
+        "win counts from the wang-suite experiment's summary table.",
     )
-    parser.add_argument("table", help="summary table of the wang-suite experiment")
-    parser.add_argument("--out", default="results/wang-suite", help="output folder")
-    parser.add_argument(
+    p.add_argument(
+        "table", help="summary table of the wang-suite experiment (results/tables/wang-suite.csv)"
+    )
+    p.add_argument("--out", default="results/wang-suite", help="output folder")
+    p.add_argument(
         "--meta", default=None, help="folder of prepared datasets' <name>.json (n and d in titles)"
     )
-    args = parser.parse_args(argv)
-    table = read_table(args.table)
+    return p
+
+
+def read_suite_table(path: str | Path) -> pd.DataFrame:
+    """Read and check a summary table of the ``wang-suite`` experiment.
+
+    Raises
+    ------
+    DPRegError
+        If the file is missing, damaged (its checksum, :mod:`dpreg.io.checksum`),
+        not a CSV table, or not a suite table (its columns, the ``ridge``
+        reference or any of Wang's methods missing); the message names the file.
+    """
+    if not Path(path).is_file():
+        raise DPRegError(
+            f"suite table {str(path)!r} does not exist; it is written by the wang-suite "
+            "experiment (snakemake --cores 2 --configfile config/wang-suite.yaml)"
+        )
+    try:
+        table = read_table(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise DPRegError(f"suite table {str(path)!r} is not a CSV table: {exc}") from None
+    try:
+        _check(table)
+    except DPRegError as exc:
+        raise DPRegError(f"{str(path)!r} is not a wang-suite summary table: {exc}") from None
+    found = set(table["algorithm"].astype(str))
+    if "ridge" not in found or not found & {*WANG_CODE, *CORRECTED}:
+        raise DPRegError(
+            f"{str(path)!r} is not a wang-suite summary table: it needs rows of 'ridge' and of "
+            f"Wang's methods ({', '.join(WANG_CODE)}); it has {', '.join(sorted(found))}"
+        )
+    return table
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write every suite figure and table for parsed ``args`` (see :func:`parser`)."""
+    table = read_suite_table(args.table)
     out = Path(args.out)
-    (out / "figures").mkdir(parents=True, exist_ok=True)
     for ds in sorted(table["dataset"].unique()):
         n_d = None
         if args.meta:
             meta_path = Path(args.meta) / f"{ds}.json"
             if meta_path.exists():
-                meta = json.loads(meta_path.read_text(encoding="utf-8"))
+                meta = read_prepared_meta(meta_path)
                 n_d = (int(meta["n"]), int(meta["d"]))
         plot_dataset(table, ds, out_png=out / "figures" / f"{ds}.png", n_d=n_d)
     plot_summary(table, out_png=out / "summary.png", out_pdf=out / "summary.pdf")
     fmt = "%.4g"
     rel = relative_errors(table, epsilons=sorted(table["epsilon"].unique()))
-    rel.to_csv(out / "relative-errors.csv", index=False, float_format=fmt)
+    write_text_atomic(out / "relative-errors.csv", rel.to_csv(index=False, float_format=fmt))
     wins = []
     for group, algs in (
         ("wang-code", WANG_CODE),
@@ -369,8 +414,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         w = winners(table, algorithms=algs)
         w.insert(0, "group", group)
         wins.append(w)
-    pd.concat(wins).to_csv(out / "wins.csv", index=False, float_format=fmt)
+    write_text_atomic(out / "wins.csv", pd.concat(wins).to_csv(index=False, float_format=fmt))
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``dpreg suite TABLE --out DIR [--meta DIR]``: every suite figure and table.
+
+    Bad input (a missing, damaged or non-suite table, an unwritable folder)
+    gives one line ``dpreg suite: error: ...`` on stderr and exit status 2,
+    no traceback.
+    """
+    p = parser()
+    args = p.parse_args(argv)
+    try:
+        return run(args)
+    except DPRegError as exc:
+        p.exit(2, f"{p.prog}: error: {' '.join(str(exc).split())}\n")  # one line
+    except OSError as exc:
+        where = f" {exc.filename!r}" if exc.filename else ""
+        p.exit(2, f"{p.prog}: error: cannot write{where}: {exc.strerror or exc}\n")
 
 
 if __name__ == "__main__":  # pragma: no cover
