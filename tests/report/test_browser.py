@@ -65,6 +65,7 @@ def site(tmp_path_factory) -> Path:
         leaderboard=board,
         links=[("provenance", "../provenance.json"), ("audit", "../audit/audit.md")],
         titles={"adassp-noise": "AdaSSP: Wang's code vs the fixed noise levels"},
+        require_checksum=False,  # .test/expected/ is committed (checked by git), no sidecars
     )
     return out
 

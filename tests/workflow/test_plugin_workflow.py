@@ -53,6 +53,8 @@ def example_run(tmp_path_factory) -> Path:
     work = root / "run"
     (work / "config").mkdir(parents=True)
     shutil.copy(EXAMPLE / "my_method.py", work / "my_method.py")
+    for name in ("claims.yaml", "claims.lock"):  # the claim and its registration record
+        shutil.copy(EXAMPLE / "config" / name, work / "config" / name)
     cfg = yaml.safe_load((EXAMPLE / "config" / "config.yaml").read_text())
     assert cfg["plugins"] == ["my_method.py"]  # the example names its file, relative
     cfg["mirror"] = "../resources/mirror"

@@ -286,15 +286,19 @@ def write_table(table: pd.DataFrame, path: str | Path) -> None:
     write_checked(path, _csv(table, TABLE_FLOAT_FORMAT).encode("utf-8"))
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
+def read_table(path: str | Path, *, require_checksum: bool = True) -> pd.DataFrame:
     """Read a summary table written by :func:`write_table` (its checksum verified first).
+
+    ``require_checksum=False`` accepts a table without a sidecar (a committed
+    table, which git checks: the command-line readers of ``results/``), never
+    one whose sidecar does not match.
 
     Raises
     ------
     DPRegError
         If the file is missing, damaged or has no checksum (:func:`dpreg.io.checksum.verify`).
     """
-    verify(path, "summary table")
+    verify(path, "summary table", missing_ok=not require_checksum)
     return _read_csv(path)
 
 

@@ -236,16 +236,23 @@ def build_browser(
     links: Sequence[tuple[str, str]] = (),
     titles: Mapping[str, str] | None = None,
     title: str = "dpreg results browser",
+    require_checksum: bool = True,
 ) -> Path:
     """Write ``index.html``, ``data.js`` and ``plotly.min.js`` into ``out_dir``; return the page.
 
     ``tables`` maps an experiment id to its summary table; ``links`` are
-    (text, href) pairs, hrefs relative to ``out_dir``.
+    (text, href) pairs, hrefs relative to ``out_dir``.  ``require_checksum=False``
+    (the command line, on committed tables that git checks) accepts tables
+    without a checksum sidecar; one that has a sidecar must match it.
     """
-    frames = {name: read_table(path) for name, path in tables.items()}
+    frames = {
+        name: read_table(path, require_checksum=require_checksum) for name, path in tables.items()
+    }
     data = browser_data(
         frames,
-        claims=read_claims(claims) if claims is not None else None,
+        claims=(
+            read_claims(claims, require_checksum=require_checksum) if claims is not None else None
+        ),
         leaderboard=pd.read_csv(leaderboard) if leaderboard is not None else None,
         links=links,
         titles=titles,
@@ -297,8 +304,14 @@ def browser_main(argv: Sequence[str] | None = None) -> int:
     try:
         tables = {Path(t).stem: t for t in args.tables}
         links = _pairs(args.link, "--link")
+        # committed tables are checked by git: a sidecar is verified when present
         page = build_browser(
-            args.out, tables, claims=args.claims, leaderboard=args.leaderboard, links=links
+            args.out,
+            tables,
+            claims=args.claims,
+            leaderboard=args.leaderboard,
+            links=links,
+            require_checksum=False,
         )
     except (DPRegError, OSError) as err:
         print(f"dpreg browser: error: {err}", file=sys.stderr)
