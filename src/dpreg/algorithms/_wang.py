@@ -28,12 +28,13 @@ import numpy as np
 
 from dpreg._validation import DPRegError, check_noise_scale, epsilon_too_small
 from dpreg.privacy import mechanisms as mech
+from dpreg.privacy.kinds import Mechanism
 from dpreg.privacy.mechanisms import Release
 
 __all__ = ["C1", "CLAIMED_MECHANISMS", "calibration_guard", "claimed_release", "quadratic_root"]
 
 #: Mechanism names of releases whose cost is the claimed (epsilon, delta).
-CLAIMED_MECHANISMS = ("objpert", "ops", "noisysgd")
+CLAIMED_MECHANISMS = (Mechanism.OBJPERT, Mechanism.OPS, Mechanism.NOISYSGD)
 
 
 def claimed_release(

@@ -71,6 +71,7 @@ from dpreg.algorithms.fits import (
     _stack,
 )
 from dpreg.preprocess.stats import SuffStats
+from dpreg.privacy.kinds import Neighbouring, check_kind
 from dpreg.privacy.mechanisms import Release
 from dpreg.seeding import as_generator
 
@@ -187,8 +188,7 @@ class Algorithm:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hyperparameters", MappingProxyType(dict(self.hyperparameters)))
-        if self.neighbouring not in ("add/remove", "replace-one"):
-            raise DPRegError(f"{self.name}: neighbouring must be 'add/remove' or 'replace-one'")
+        check_kind(self.neighbouring, Neighbouring, f"{self.name}: neighbouring")
 
     @property
     def available(self) -> bool:

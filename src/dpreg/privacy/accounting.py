@@ -33,6 +33,7 @@ from functools import lru_cache
 import numpy as np
 
 from dpreg._validation import DPRegError, check_bound, check_delta, check_epsilon, check_noise_scale
+from dpreg.privacy.kinds import Mechanism, check_kind
 
 __all__ = [
     "Release",
@@ -147,9 +148,11 @@ class Release:
     name : str
         What is released (``"XtX"``, ``"Xty"``, ``"lambda_min"``, ...).
     mechanism : str
-        ``"gaussian"``, ``"laplace"``, ``"none"`` (a non-private statistic),
+        A :class:`~dpreg.privacy.kinds.Mechanism` value: ``"gaussian"``,
+        ``"laplace"``, ``"none"`` (a non-private statistic),
         ``"gaussian-mixing"`` (:func:`mixing_release`), ``"failure"``, or a
-        mechanism whose cost is stated (:func:`stated_release`).
+        mechanism whose cost is stated (:func:`stated_release`); any other
+        value is refused.
     sensitivity : float
         L2 (Gaussian) or L1 (Laplace) sensitivity under add/remove-one-row.
     scale : float
@@ -187,6 +190,9 @@ class Release:
     valid: bool
     true_epsilon: float | None = None
     copies: int = 1
+
+    def __post_init__(self) -> None:
+        check_kind(self.mechanism, Mechanism, f"release {self.name!r}: mechanism")
 
     @property
     def mu(self) -> float:
