@@ -147,7 +147,17 @@ def _write_synthetic(name: str, e: Mapping[str, Any], out_table: Path) -> dict[s
         "target": "y",
         "target_transform": "none",
         "description": e["description"],
-        "report": {},
+        # the recipe's report (dpreg.data.recipe), with nothing applied
+        "report": {
+            "rows_raw": spec["n"],
+            "cells_set": 0,
+            "recoded": {},
+            "dropped": {},
+            "date_parts": {},
+            "rows_dropped_na": 0,
+            "na_filled": {},
+            "constant": [],
+        },
         "synthetic": dict(spec),
         "theta_star": [float(t) for t in theta],
         "dpreg_version": __version__,
