@@ -599,7 +599,7 @@ def test_unknown_key_is_named_with_the_allowed_ones():
     [
         (
             {"uci_id": 1, "url": "http://x/y.csv"},
-            "exactly one of uci_id, url, path; got uci_id, url",
+            "exactly one of uci_id, url, path, synthetic; got uci_id, url",
         ),
         ({"uci_id": True}, "uci_id must be a positive integer"),
         ({"url": "ftp://x/y.csv"}, "http:// or https://"),

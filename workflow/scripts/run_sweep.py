@@ -18,12 +18,15 @@ from dpreg.algorithms import load_plugins  # noqa: E402
 
 load_plugins(smk.config.get("plugins") or [])  # the run's plug-ins, before any name is used
 
+from dpreg.data import read_prepared_meta  # noqa: E402
 from dpreg.engine.sources import sweep_dataset  # noqa: E402
 from dpreg.io.trials import write_trials  # noqa: E402
 
 kwargs = dict(smk.params.sweep)
 logging.info("sweep %s/%s: %s", smk.wildcards.dataset, smk.wildcards.shard, kwargs)
 logging.info("code fingerprints: %s", dict(smk.params.code))
-trials = sweep_dataset(smk.input.table, **kwargs)
+# a synthetic dataset's known answer: each trial's coef_err is measured against it
+theta_star = read_prepared_meta(smk.input.meta).get("theta_star")
+trials = sweep_dataset(smk.input.table, **kwargs, theta_star=theta_star)
 write_trials(trials, smk.output.trials)
 logging.info("%d trials, %d failed", len(trials), int(trials["failed"].sum()))

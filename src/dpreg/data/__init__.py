@@ -11,6 +11,7 @@ The package has one module per step:
 - :mod:`dpreg.data.sources` and :mod:`dpreg.data.download` -- :func:`fetch_raw`:
   the raw table from a path, the mirror, UCI or a URL, checksums checked;
 - :mod:`dpreg.data.recipe` -- :func:`apply_recipe`: numeric features and a target;
+- :mod:`dpreg.data.synthetic` -- generated datasets with a known ``theta*``;
 - :mod:`dpreg.data.prepared` -- :func:`prepare_dataset` (atomic Parquet + JSON
   output), :func:`read_prepared`, :func:`prepared_shape`, :func:`iter_prepared`.
 
@@ -47,6 +48,10 @@ member              file inside a zip/tgz archive (may be omitted when the
 path                local data file, or folder with ``data.csv`` +
                     ``metadata.json`` (the mirror layout); relative to the
                     working directory.
+synthetic           generated data with a known theta* instead of a file:
+                    ``{design, n, d, noise, seed, theta, condition}`` (see
+                    :mod:`dpreg.data.synthetic`); no other key but
+                    ``description``.
 sha256              expected SHA-256 of the downloaded file (url, uci_id: the
                     CSV that the UCI API points to) or of the local file
                     (path; ``data.csv`` for a folder).  Not applied to the
@@ -79,7 +84,7 @@ missing             ``error`` (default) | ``drop_rows`` | ``zero`` (fill NaN
 description         free text, copied into the provenance sidecar.
 ==================  =========================================================
 
-Exactly one of ``uci_id``, ``url``, ``path`` is required, except for a
+Exactly one of ``uci_id``, ``url``, ``path``, ``synthetic`` is required, except for a
 dataset held by the mirror, which may have none (mirror only) or a
 ``uci_id``/``url`` used when the mirror is absent or ``refresh`` is set.
 Variable roles come from ``metadata.json`` (mirror, folder) or from the UCI

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from dpreg._validation import DPRegError, check_choice
+from dpreg.data.synthetic import check_synthetic
 
 __all__ = [
     "DATASET_KEYS",
@@ -35,6 +36,7 @@ DATASET_KEYS: Mapping[str, str] = MappingProxyType(
         "format": "csv | whitespace | zip | tgz (default: from the file suffix)",
         "member": "file inside a zip/tgz archive",
         "path": "local data file, or folder with data.csv + metadata.json",
+        "synthetic": "generated data with a known theta*: {design, n, d, noise, seed, theta}",
         "sha256": "expected SHA-256 of the downloaded or local data file",
         "refresh": "true: download even if the mirror or cache holds the dataset",
         "download_deadline": "seconds a whole download may take (default 600)",
@@ -69,7 +71,7 @@ FORMATS: tuple[str, ...] = ("csv", "whitespace", "zip", "tgz")
 TARGET_TRANSFORMS: tuple[str, ...] = ("none", "log", "log1p")
 MISSING_POLICIES: tuple[str, ...] = ("error", "drop_rows", "zero")
 ROLES: tuple[str, ...] = ("ID", "Feature", "Target", "Other")
-SOURCES: tuple[str, ...] = ("mirror", "uci", "url", "path")
+SOURCES: tuple[str, ...] = ("mirror", "uci", "url", "path", "synthetic")
 
 #: Seconds a whole download may take unless the entry sets ``download_deadline``.
 DEFAULT_DOWNLOAD_DEADLINE = 600.0
@@ -128,6 +130,7 @@ _DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "format": None,
         "member": None,
         "path": None,
+        "synthetic": None,
         "sha256": None,
         "refresh": False,
         "download_deadline": DEFAULT_DOWNLOAD_DEADLINE,
@@ -203,10 +206,26 @@ def _with_defaults(name: str, entry: Mapping[str, Any] | None) -> dict[str, Any]
     return e
 
 
+def _check_synthetic(name: str, e: dict[str, Any], entry: Mapping[str, Any]) -> None:
+    """A ``synthetic`` entry takes no other key but ``description`` (no file, no recipe)."""
+    if e["synthetic"] is None:
+        return
+    others = [k for k in entry if k not in ("synthetic", "description") and entry[k] is not None]
+    if others:
+        raise fail(
+            name,
+            f"a synthetic dataset takes only synthetic and description; remove "
+            f"{', '.join(others)} (the generated table needs no source or recipe)",
+        )
+    e["synthetic"] = check_synthetic(name, e["synthetic"])
+
+
 def _check_source(name: str, e: dict[str, Any], mirror_dir: str | os.PathLike | None) -> None:
-    sources = [k for k in ("uci_id", "url", "path") if e[k] is not None]
+    sources = [k for k in ("uci_id", "url", "path", "synthetic") if e[k] is not None]
     if len(sources) > 1:
-        raise fail(name, f"give exactly one of uci_id, url, path; got {', '.join(sources)}")
+        raise fail(
+            name, f"give exactly one of uci_id, url, path, synthetic; got {', '.join(sources)}"
+        )
     uci = e["uci_id"]
     if uci is not None and (isinstance(uci, bool) or not isinstance(uci, int) or uci < 1):
         raise fail(name, f"uci_id must be a positive integer, got {uci!r}")
@@ -224,7 +243,7 @@ def _check_source(name: str, e: dict[str, Any], mirror_dir: str | os.PathLike | 
             raise fail(
                 name,
                 f"no source: it is not in the mirror {mirror_dir} and has none of "
-                f"uci_id, url, path; {OFFLINE_HINT}",
+                f"uci_id, url, path, synthetic; {OFFLINE_HINT}",
             )
 
 
@@ -402,6 +421,7 @@ def validate_entry(
     """
     e = _with_defaults(name, entry)
     _check_source(name, e, mirror_dir)
+    _check_synthetic(name, e, entry or {})
     for check in _CHECKS:
         check(name, e)
     return e

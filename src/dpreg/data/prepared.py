@@ -23,6 +23,7 @@ from dpreg._version import __version__
 from dpreg.data.entries import validate_entry
 from dpreg.data.recipe import apply_recipe
 from dpreg.data.sources import fetch_raw
+from dpreg.data.synthetic import synthetic_chunks
 from dpreg.io.atomic import atomic_path
 from dpreg.io.checksum import sidecar, verify, write_checked, write_checksum
 
@@ -60,7 +61,9 @@ def prepare_dataset(
     The Parquet table holds the feature columns in order and the target
     column last, all float64, in row groups of :data:`ROW_GROUP_ROWS`.  The
     JSON sidecar holds ``dataset, source, detail, sha256, n, d, features,
-    target, target_transform, description, report, dpreg_version``.  Both are
+    target, target_transform, description, report, dpreg_version``; a
+    ``synthetic`` dataset's also ``synthetic`` (its settings) and
+    ``theta_star`` (the true coefficients in the table's coordinates).  Both are
     written atomically (:mod:`dpreg.io.atomic`), each with its checksum
     sidecar ``<file>.sha256`` (:mod:`dpreg.io.checksum`), which the readers
     verify.  On any error neither output exists afterwards: an earlier run's
@@ -82,6 +85,10 @@ def prepare_dataset(
     outs = [Path(out_table), Path(out_meta)]
     try:
         e = validate_entry(name, entry)
+        if e["synthetic"] is not None:
+            meta = _write_synthetic(name, e, outs[0])
+            write_checked(outs[1], (json.dumps(meta, indent=1) + "\n").encode("utf-8"))
+            return meta
         raw = fetch_raw(name, e, mirror_dir=mirror_dir, cache_dir=cache_dir)
         prepared = apply_recipe(raw, e)
         X, y = prepared.features, prepared.target
@@ -110,6 +117,51 @@ def prepare_dataset(
     except BaseException:
         _remove(outs)
         raise
+
+
+def _write_synthetic(name: str, e: Mapping[str, Any], out_table: Path) -> dict[str, Any]:
+    """Generate a ``synthetic`` dataset (:mod:`dpreg.data.synthetic`) into ``out_table``.
+
+    Written one chunk per row group, so a large table (n = 1e6, d = 500) is
+    never whole in memory.  The sidecar records ``theta_star`` and the
+    generator's settings; ``sha256`` is the table file's.
+    """
+    spec = e["synthetic"]
+    theta, chunks = synthetic_chunks(name, spec)
+    features = [f"x{j + 1}" for j in range(spec["d"])]
+    schema = pa.schema([(c, pa.float64()) for c in [*features, "y"]])
+    with atomic_path(out_table) as tmp, pq.ParquetWriter(tmp, schema) as writer:
+        for X, y in chunks:
+            cols = [X[:, j] for j in range(X.shape[1])] + [y]
+            writer.write_table(pa.table(cols, schema=schema), row_group_size=ROW_GROUP_ROWS)
+    sha = write_checksum(out_table)
+    about = ", ".join(f"{k}={v}" for k, v in spec.items() if k != "theta" and v is not None)
+    return {
+        "dataset": name,
+        "source": "synthetic",
+        "detail": f"synthetic {about}",
+        "sha256": sha,
+        "n": spec["n"],
+        "d": spec["d"],
+        "features": features,
+        "target": "y",
+        "target_transform": "none",
+        "description": e["description"],
+        # the recipe's report (dpreg.data.recipe), with nothing applied
+        "report": {
+            "rows_raw": spec["n"],
+            "cells_set": 0,
+            "recoded": {},
+            "dropped": {},
+            "date_parts": {},
+            "rows_dropped_na": 0,
+            "na_filled": {},
+            "constant": [],
+        },
+        "synthetic": dict(spec),
+        "theta_star": [float(t) for t in theta],
+        "dpreg_version": __version__,
+    }
 
 
 def read_prepared_meta(meta_path: str | os.PathLike) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import pandas as pd
 from dpreg.algorithms import (
     Algorithm,
 )
+from dpreg.engine.coef import coef_errors, mapped_theta
 from dpreg.engine.run_ledger import trial_columns
 from dpreg.io.tables import TRIAL_COLUMNS
 from dpreg.preprocess import (
@@ -55,8 +56,14 @@ def _fit_block(
     rho: float,
     xtx_offset: float,
     params: Mapping[str, Any] | None,
+    theta_star: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """Every (epsilon, repeat) of one registry algorithm on one fold."""
+    """Every (epsilon, repeat) of one registry algorithm on one fold.
+
+    With ``theta_star`` (a known answer, raw coordinates) each trial's
+    ``coef_err`` is ``||theta - theta*'||`` with ``theta*'`` mapped into the
+    fold's fitted coordinates (:func:`dpreg.engine.coef.mapped_theta`).
+    """
     run = _release_args(fd.train, delta=delta, rho=rho, params=params)
     ledger = trial_columns(alg.name, eps_grid, **run)
     res = alg.fit_grid(
@@ -84,6 +91,7 @@ def _fit_block(
         else None,
     )
     mse, r2 = _score(fd.test, res.theta, res.failed)
+    target = None if theta_star is None else mapped_theta(fd.transform, theta_star)
     return _block(
         variant=vname,
         algorithm=alg.name,
@@ -92,6 +100,7 @@ def _fit_block(
         R=R,
         mse=mse,
         r2=r2,
+        coef_err=coef_errors(res.theta, target, res.failed),
         lam=res.lam,
         failed=res.failed,
         outside=[alg.outside_validity(epsilon=e, **run) for e in eps_grid],
@@ -115,10 +124,28 @@ def _score(test: Any, theta: np.ndarray, failed: np.ndarray) -> tuple[np.ndarray
 
 
 def _block(
-    *, variant, algorithm, epsilons, fold, R, mse, r2, lam, failed, outside, calibration, ledger
+    *,
+    variant,
+    algorithm,
+    epsilons,
+    fold,
+    R,
+    mse,
+    r2,
+    lam,
+    failed,
+    outside,
+    calibration,
+    ledger,
+    coef_err=None,
 ) -> dict[str, Any]:
-    """The trials of one (variant, fold, algorithm) over ``epsilons`` x ``R`` repeats."""
+    """The trials of one (variant, fold, algorithm) over ``epsilons`` x ``R`` repeats.
+
+    ``coef_err`` is NaN for every trial when not given (no known answer).
+    """
     failed = np.asarray(failed, dtype=bool)
+    if coef_err is None:
+        coef_err = np.full(failed.shape, np.nan)
     return {
         "variant": variant,
         "algorithm": algorithm,
@@ -127,6 +154,7 @@ def _block(
         "repeat": np.tile(np.arange(R), len(epsilons)),
         "mse": mse,  # a failed trial's is theta = 0's (see _score)
         "r2": np.where(failed, np.nan, r2),
+        "coef_err": np.where(failed, np.nan, coef_err),
         "lam": lam,
         "failed": failed,
         "outside_validity": np.repeat(outside, R).astype(bool),
@@ -174,7 +202,7 @@ def _assemble(
     cols["delta"] = np.full(int(sizes.sum()), float(delta))
     cols["fold"] = np.repeat(np.array([b["fold"] for b in blocks], dtype=np.int64), sizes)
     cols["repeat"] = np.concatenate([b["repeat"] for b in blocks]).astype(np.int64)
-    for key in ("mse", "r2", "lam"):
+    for key in ("mse", "r2", "coef_err", "lam"):
         cols[key] = np.concatenate([b[key] for b in blocks]).astype(float)
     for key in ("failed", "outside_validity"):
         cols[key] = np.concatenate([b[key] for b in blocks]).astype(bool)

@@ -21,6 +21,7 @@ from dpreg.algorithms import (
     Algorithm,
 )
 from dpreg.engine.blocks import _block, _release_args
+from dpreg.engine.coef import coef_errors, mapped_theta
 from dpreg.preprocess import (
     FoldData,
     PublicRanges,
@@ -51,6 +52,7 @@ def _private_stats_blocks(
     xtx_offset: float,
     params: Mapping[str, Mapping[str, Any]],
     ranges: PublicRanges | None,
+    theta_star: np.ndarray | None = None,
 ) -> list[dict[str, Any]]:
     """Trials of a variant whose transform statistics are released privately.
 
@@ -122,6 +124,7 @@ def _private_stats_blocks(
                         rho=rho,
                         xtx_offset=xtx_offset,
                         params=params.get(alg.name),
+                        theta_star=theta_star,
                     )
                 )
     return blocks
@@ -179,6 +182,7 @@ def _runs_block(
     rho: float,
     xtx_offset: float,
     params: Mapping[str, Any] | None,
+    theta_star: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """One algorithm on R runs, each with its own (noisy) fold statistics.
 
@@ -201,6 +205,12 @@ def _runs_block(
     theta, failed, lam = res.theta, res.failed, res.lam
     rel = alg.releases(epsilon=e_alg, **run)
     mse, r2 = _score_runs(tests, theta, failed)
+    # each run has its own noisy transform, so its own mapped theta* (a known answer)
+    targets = (
+        None
+        if theta_star is None
+        else np.array([mapped_theta(fd.transform, theta_star) for fd in fds])
+    )
     led = release_columns(list(stat_rel) + rel, delta=delta)
     return _block(
         variant=vname,
@@ -210,6 +220,7 @@ def _runs_block(
         R=len(fds),
         mse=mse,
         r2=r2,
+        coef_err=coef_errors(theta, targets, failed),
         lam=lam,
         failed=failed,
         outside=[alg.outside_validity(epsilon=e_alg, **run)],

@@ -66,6 +66,7 @@ def sweep_dataset(
     public_ranges: Mapping[str, Any] | None = None,
     memory_budget_mb: float | None = None,
     chunk_rows: int = CHUNK_ROWS,
+    theta_star: Sequence[float] | None = None,
 ) -> pd.DataFrame:
     """Sweep a prepared table (see :mod:`dpreg.data`); arguments as :func:`sweep_source`.
 
@@ -74,7 +75,8 @@ def sweep_dataset(
     paths run the same code on the same fold ids, so their results agree
     to rounding (summation order).  ``public_ranges`` is the dataset's entry
     of the config key ``public_ranges`` (``{"source": ..., "columns": {...}}``),
-    read only by private-stats variants.
+    read only by private-stats variants.  ``theta_star`` is the known answer
+    of a synthetic dataset (its sidecar's ``theta_star``; trial column ``coef_err``).
     """
     n, d = prepared_shape(table_path)
     fold = assign_folds(n, folds, seed=seed, dataset=dataset)
@@ -113,6 +115,7 @@ def sweep_dataset(
         xtx_offset=xtx_offset,
         algorithm_params=algorithm_params,
         ranges=ranges,
+        theta_star=theta_star,
     )
 
 

@@ -148,6 +148,7 @@ def sweep_source(
     xtx_offset: float = 1.0,
     algorithm_params: Mapping[str, Mapping[str, Any]] | None = None,
     ranges: PublicRanges | None = None,
+    theta_star: Sequence[float] | None = None,
 ) -> pd.DataFrame:
     """Run every trial of one dataset over a :class:`~dpreg.preprocess.RowSource`.
 
@@ -163,11 +164,19 @@ def sweep_source(
     its registry defaults.  Algorithms that need rows
     (:attr:`~dpreg.algorithms.Algorithm.needs_rows`) get the transformed training rows of each fold.  ``ranges`` are the declared
     public ranges of the dataset (needed only by private-stats variants).
+    ``theta_star`` is the known answer of a synthetic dataset (the sidecar's
+    ``theta_star``): each trial's ``coef_err`` is measured against it
+    (:mod:`dpreg.engine.coef`); without it ``coef_err`` is NaN.
     """
     work = _normalise_plan(variants, algorithms, repeats, plan)
     eps_grid = _check_grid(epsilons, delta, 1, rho, xtx_offset)
     specs = {name: VariantSpec.from_dict(variants[name], name) for name in work}
     params = dict(algorithm_params or {})
+    truth = (
+        None
+        if theta_star is None
+        else check_finite_array(np.asarray(theta_star, float), "theta_star")
+    )
     blocks: list[dict[str, Any]] = []
     for vname, spec in specs.items():
         algs = _split_algorithms(work[vname], dataset)
@@ -187,6 +196,7 @@ def sweep_source(
                     xtx_offset=xtx_offset,
                     params=params,
                     ranges=ranges,
+                    theta_star=truth,
                 )
             )
             continue
@@ -208,6 +218,7 @@ def sweep_source(
                         rho=rho,
                         xtx_offset=xtx_offset,
                         params=params.get(alg.name),
+                        theta_star=truth,
                     )
                 )
     frame = _assemble(blocks, dataset=dataset, delta=delta, seed=seed)

@@ -78,11 +78,14 @@ TABLE_COLUMNS = SUMMARY_COLUMNS
 
 #: Trial columns :func:`summarise` needs.
 REQUIRED_TRIAL_COLUMNS = [
-    c for c in TRIAL_COLUMNS if c not in ("lam", "calibration", "seed_key", *LEDGER_COLUMNS)
+    c
+    for c in TRIAL_COLUMNS
+    if c not in ("lam", "calibration", "seed_key", "coef_err", *LEDGER_COLUMNS)
 ]
 
-#: Trial columns a summary reads: the required ones and the privacy ledger.
-SUMMARY_TRIAL_COLUMNS = [*REQUIRED_TRIAL_COLUMNS, *LEDGER_COLUMNS]
+#: Trial columns a summary reads: the required ones, the coefficient error
+#: (optional: NaN without it) and the privacy ledger.
+SUMMARY_TRIAL_COLUMNS = [*REQUIRED_TRIAL_COLUMNS, "coef_err", *LEDGER_COLUMNS]
 
 #: Root seed used when none is given (the default configuration's).
 DEFAULT_SEED = 20200601
@@ -123,7 +126,9 @@ def summarise(
         Columns :data:`TABLE_COLUMNS`, sorted by dataset, variant, algorithm
         and epsilon.  ``trials`` counts every trial of the row, ``failed``
         those flagged failed or with a non-finite MSE; the statistics
-        ``mse_*`` and ``r2_mean`` use the remaining trials only.  ``mse_sd``
+        ``mse_*``, ``r2_mean`` and ``coef_err_*`` use the remaining trials
+        only; ``coef_err_median``/``coef_err_mean`` summarise the trial column
+        ``coef_err`` (a known answer's ``||theta - theta*||``, NaN without one).  ``mse_sd``
         is the sample standard deviation (ddof = 1, NaN for one trial);
         quantiles interpolate linearly (numpy's default, Hyndman & Fan
         type 7).  ``outside_validity`` is true when any trial of the row used
@@ -148,6 +153,11 @@ def summarise(
         return empty_frame(TABLE_COLUMNS, SUMMARY_DTYPES)
 
     frame = trials[REQUIRED_TRIAL_COLUMNS].copy()
+    frame["coef_err"] = (
+        pd.to_numeric(trials["coef_err"], errors="raise").astype(float).to_numpy()
+        if "coef_err" in trials.columns
+        else np.nan
+    )
     for col in ("dataset", "variant", "algorithm"):
         frame[col] = frame[col].astype(str)
     for col in ("epsilon", "delta", "mse", "r2"):
@@ -184,6 +194,8 @@ def summarise(
             "mse_q25": mse.quantile(0.25, interpolation="linear"),
             "mse_q75": mse.quantile(0.75, interpolation="linear"),
             "r2_mean": by_cell["r2"].mean(),
+            "coef_err_median": by_cell["coef_err"].median(),
+            "coef_err_mean": by_cell["coef_err"].mean(),
         }
     )
     out = out.join(stats, how="left")
