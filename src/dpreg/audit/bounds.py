@@ -14,14 +14,18 @@ import math
 
 import numpy as np
 from scipy.special import betaincinv
+from scipy.stats import norm
 
 __all__ = [
     "ALPHA",
     "judge",
     "LLR_DECIMALS",
     "clopper_pearson",
+    "count_ceiling",
     "distinguishing_test",
     "epsilon_lower_bound",
+    "gaussian_ceiling",
+    "power_of",
     "round_llr",
 ]
 
@@ -159,4 +163,84 @@ def judge(lb: float, exact: float | None, claim: float) -> dict[str, object]:
         "exact_exceeds_claim": exact_claim,
         "lb_exceeds_exact": lb_exact,
         "verdict": verdict,
+    }
+
+
+def count_ceiling(n: int, *, delta: float, alpha: float = ALPHA) -> float:
+    """The largest epsilon any test set can certify with ``n`` samples per side.
+
+    The bound is :func:`epsilon_lower_bound`, increasing in ``k1`` and
+    decreasing in ``k0``, so its maximum is at the best possible counts
+    ``k1 = n`` and ``k0 = 0``.  There the one-sided Clopper-Pearson bounds at
+    ``alpha / 2`` have closed forms: the lower bound for ``n`` of ``n`` solves
+    ``p^n = alpha / 2``, i.e. ``p1 = (alpha/2)^(1/n)``, and the upper bound for
+    ``0`` of ``n`` solves ``(1 - p)^n = alpha / 2``, i.e. ``p0 = 1 - (alpha/2)^(1/n)``.
+    Hence
+
+    ``ceiling = ln(((alpha/2)^(1/n) - delta) / (1 - (alpha/2)^(1/n)))``
+
+    (``-inf`` when ``(alpha/2)^(1/n) <= delta``).  No audit with ``n``
+    evaluation samples can report more, whatever the target.
+    """
+    q = (alpha / 2.0) ** (1.0 / n)
+    return (
+        math.log((q - delta) / -math.expm1(math.log(alpha / 2.0) / n)) if q > delta else -math.inf
+    )
+
+
+def gaussian_ceiling(mu: float, n: int, *, delta: float, alpha: float = ALPHA) -> float:
+    """The largest epsilon a threshold test can certify, at ``n`` samples per side, on a
+    target whose privacy loss is that of ``mu``-GDP (its exact privacy profile).
+
+    For a ``mu``-Gaussian pair the log-likelihood ratio is ``N(-mu^2/2, mu^2)``
+    under ``D`` and ``N(mu^2/2, mu^2)`` under ``D'`` (Dong, Roth & Su 2019), so
+    the test ``LLR >= t`` has ``P_D'(S) = Phi((mu^2/2 - t)/mu)`` and
+    ``P_D(S) = Phi((-mu^2/2 - t)/mu)`` (the ``LLR <= t`` tests are the mirror
+    image).  The ceiling is the maximum over ``t`` of :func:`epsilon_lower_bound`
+    at the expected counts ``n P_D'(S)`` and ``n P_D(S)``, capped by
+    :func:`count_ceiling`.  It is what an audit that saw the optimal threshold
+    and typical counts would report (e.g. 0.695 at ``(1, 1e-5)``, analytic
+    calibration, ``n = 10^6``, confidence ``1 - 1e-3``; about 0.77 at
+    confidence 0.95).
+    """
+    if mu <= 0:
+        return 0.0
+    if not math.isfinite(mu):
+        return count_ceiling(n, delta=delta, alpha=alpha)
+    # thresholds in units of mu around the optimum, which lies in the tail
+    t = mu * np.linspace(-0.5 * mu, 0.5 * mu + 12.0, 6001)
+    p1 = norm.sf((t - 0.5 * mu * mu) / mu)
+    p0 = norm.sf((t + 0.5 * mu * mu) / mu)
+    with np.errstate(divide="ignore"):
+        e = epsilon_lower_bound(n * p1, n, n * p0, n, delta=delta, alpha=alpha)
+    best = float(np.max(e))
+    return max(min(best, count_ceiling(n, delta=delta, alpha=alpha)), 0.0)
+
+
+def power_of(
+    lb: float, claim: float, n: int, *, delta: float, mu: float | None, alpha: float = ALPHA
+) -> dict[str, object]:
+    """Power fields of one record: ``ceiling``, ``tightness`` and ``power``.
+
+    ``ceiling`` is :func:`gaussian_ceiling` when the whole output is a
+    Gaussian-DP release of composed ``mu`` (the exact privacy profile), else
+    :func:`count_ceiling`; ``n`` is the number of samples per side the
+    threshold test sees.  ``tightness = lb / min(claim, ceiling)`` (0 when
+    the denominator is not positive).  ``power`` is ``none`` when no test at
+    this ``n`` could refute the claim (``count_ceiling <= claim``) or when
+    the lower bound is 0 (tightness 0: the audit detected nothing), else
+    ``ok``.  ``power`` never changes the verdict.
+    """
+    top = count_ceiling(n, delta=delta, alpha=alpha)
+    ceiling = gaussian_ceiling(mu, n, delta=delta, alpha=alpha) if mu is not None else top
+    ceiling = max(ceiling, 0.0)
+    denom = min(claim, ceiling)
+    ok_lb = lb is not None and math.isfinite(lb) and lb > 0
+    tightness = float(lb) / denom if ok_lb and denom > 0 else 0.0
+    power = "ok" if top > claim and ok_lb else "none"
+    return {
+        "ceiling": ceiling,
+        "count_ceiling": top if math.isfinite(top) else None,
+        "tightness": tightness,
+        "power": power,
     }

@@ -62,7 +62,7 @@ from dpreg.audit.model import (
 from dpreg.io.atomic import write_text_atomic
 from dpreg.progress import progress
 
-__all__ = ["SUMMARY_KEYS", "main", "run_audit", "write_outputs"]
+__all__ = ["SUMMARY_KEYS", "main", "no_power", "run_audit", "write_outputs"]
 
 #: Columns of the summary line and of ``audit.csv``.
 SUMMARY_KEYS = (
@@ -77,6 +77,9 @@ SUMMARY_KEYS = (
     "exact_epsilon",
     "n_samples",
     "verdict",
+    "ceiling",
+    "tightness",
+    "power",
     "lb_exceeds_claim",
     "exact_exceeds_claim",
     "lb_exceeds_exact",
@@ -157,6 +160,9 @@ def _guarded(name: str, eps: float, share: float | None, **kw: Any) -> dict[str,
             "exact_epsilon": None,
             "n_samples": 0,
             "verdict": "error",
+            "ceiling": None,
+            "tightness": None,
+            "power": "none",
             "error": str(err),
             "seed": kw.get("seed"),
         }
@@ -176,6 +182,16 @@ def _has_model(name: str, eps: float, delta: float) -> bool:
 def failing(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Records labelled ``private`` whose verdict is not ``ok``."""
     return [r for r in records if r["label"] == "private" and r["verdict"] != "ok"]
+
+
+def no_power(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records labelled ``private`` that pass with ``power == "none"``
+    (:func:`dpreg.audit.bounds.power_of`): listed by name in ``audit.md``."""
+    return [
+        r
+        for r in records
+        if r["label"] == "private" and r["verdict"] == "ok" and r.get("power") == "none"
+    ]
 
 
 def _summary(rec: dict[str, Any]) -> dict[str, Any]:
@@ -227,17 +243,35 @@ def summary_markdown(records: Sequence[dict[str, Any]], meta: dict) -> str:
         )
     if not flagged:
         lines.append("- none")
+    weak = no_power(records)
+    lines += [
+        "",
+        f"No power: {len(weak)} private record(s) pass without having detected anything "
+        "(lower bound 0) or at a sample size whose ceiling cannot exceed the claim; "
+        "they neither prove nor refute the claim (the exit status is unchanged):",
+        "",
+    ]
+    for r in weak:
+        lines.append(
+            f"- {r['name']} ({r['layer']}{', ' + r['variant'] if r.get('variant') else ''}, "
+            f"epsilon {r['claimed_epsilon']:g}): lower bound {_fmt(r['empirical_epsilon_lb'])}, "
+            f"ceiling {_fmt(r.get('ceiling'))}, {r['n_samples']} draws"
+        )
+    if not weak:
+        lines.append("- none")
     lines += [
         "",
         "| layer | target | variant | label | epsilon | delta | lower bound | exact epsilon "
-        "| verdict | draws |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| ceiling | tightness | power | verdict | draws |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in records:
         lines.append(
             f"| {r['layer']} | {r['name']} | {r.get('variant') or ''} | {r['label']} "
             f"| {r['claimed_epsilon']:g} | {r['delta']:g} | {_fmt(r['empirical_epsilon_lb'])} "
-            f"| {_fmt(r['exact_epsilon'])} | {r['verdict']} | {r['n_samples']} |"
+            f"| {_fmt(r['exact_epsilon'])} | {_fmt(r.get('ceiling'))} "
+            f"| {_fmt(r.get('tightness'))} | {r.get('power') or ''} | {r['verdict']} "
+            f"| {r['n_samples']} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -7,7 +7,7 @@ import math
 import time
 
 from dpreg._validation import DPRegError, check_choice, check_positive_int
-from dpreg.audit.bounds import distinguishing_test, judge
+from dpreg.audit.bounds import distinguishing_test, judge, power_of
 from dpreg.audit.likelihood import direct_llr, shortcut_llr, verify_shortcut
 from dpreg.audit.model import (
     DEFAULT_D,
@@ -119,6 +119,14 @@ def _run(
     rel_info = [_release_info(r, blocks, means) for r in actual]
     lb = test["epsilon_lb"]
     verdict = judge(lb, exact, claimed_epsilon)
+    all_gaussian = all(r.mechanism == "gaussian" for r in actual)
+    power = power_of(
+        lb,
+        claimed_epsilon,
+        test["n_selection"] + test["n_evaluation"],
+        delta=claimed_delta,
+        mu=mu if all_gaussian else None,
+    )
     return {
         "layer": "declared",
         "name": name,
@@ -129,6 +137,7 @@ def _run(
         "exact_epsilon": exact,
         "n_samples": samples,
         **verdict,
+        **power,
         "label": label_of(name, releases),
         "kind": "mechanism" if name in MECHANISMS else "algorithm",
         "gdp_mu": mu,

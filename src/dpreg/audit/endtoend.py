@@ -72,7 +72,7 @@ import numpy as np
 
 from dpreg._validation import DPRegError, check_positive_int
 from dpreg.algorithms import ALGORITHMS
-from dpreg.audit.bounds import ALPHA, distinguishing_test, judge, round_llr
+from dpreg.audit.bounds import ALPHA, distinguishing_test, judge, power_of, round_llr
 from dpreg.audit.model import DEFAULT_D, PRIVATE_ALGORITHMS, base_rows, label_of
 from dpreg.preprocess import (
     ArraySource,
@@ -422,6 +422,17 @@ def audit_end_to_end(
     exact = (
         None if total is None or total["exact_epsilon"] is None else float(total["exact_epsilon"])
     )
+    private = [r for r in releases if r.mechanism != "none"]
+    gaussian = bool(private) and all(r.mechanism == "gaussian" for r in private)
+    mu = None if total is None or not gaussian else total["gdp_mu"]
+    power = power_of(
+        test["epsilon_lb"],
+        float(epsilon),
+        test["n_selection"] + test["n_evaluation"],
+        delta=claimed_delta,
+        mu=None if mu is None else float(mu),  # type: ignore[arg-type]
+        alpha=alpha,
+    )
     return {
         "layer": "end-to-end",
         "name": name,
@@ -433,6 +444,7 @@ def audit_end_to_end(
         "empirical_epsilon_lb": test["epsilon_lb"],
         "exact_epsilon": exact,
         **judge(test["epsilon_lb"], exact, float(epsilon)),
+        **power,
         "n_samples": int(samples),
         "seed": seed,
         "d": d,
