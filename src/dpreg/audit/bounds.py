@@ -75,8 +75,28 @@ def epsilon_lower_bound(
     return np.where(num > 0, np.log(safe / p0), -np.inf)
 
 
+#: One-sided level of the pessimistic probability estimates that score thresholds.
+SELECT_BETA = 0.02
+
+
+def _selection_score(k1, h1: int, k0, h0: int, m1: int, m0: int, *, delta: float, alpha: float):
+    """The bound a threshold is expected to give on the evaluation part, from the
+    selection part's counts: pessimistic (one-sided ``SELECT_BETA``) Clopper-Pearson
+    estimates of both probabilities, scaled to the evaluation sizes ``m1``, ``m0``
+    and scored with :func:`epsilon_lower_bound`.  Without the pessimism the
+    search picks far tails whose few counts happened to fall well."""
+    p1, _ = clopper_pearson(k1, h1, SELECT_BETA)
+    _, p0 = clopper_pearson(k0, h0, SELECT_BETA)
+    return epsilon_lower_bound(p1 * m1, m1, p0 * m0, m0, delta=delta, alpha=alpha)
+
+
 def distinguishing_test(
-    llr0: np.ndarray, llr1: np.ndarray, *, delta: float, alpha: float = ALPHA
+    llr0: np.ndarray,
+    llr1: np.ndarray,
+    *,
+    delta: float,
+    alpha: float = ALPHA,
+    select_share: float = 0.5,
 ) -> dict:
     """Empirical epsilon lower bound from LLR samples under ``D`` (``llr0``) and ``D'`` (``llr1``).
 
@@ -86,7 +106,7 @@ def distinguishing_test(
     second half evaluates that one test set.
     """
     n0, n1 = llr0.size, llr1.size
-    h0, h1 = n0 // 2, n1 // 2
+    h0, h1 = max(int(select_share * n0), 1), max(int(select_share * n1), 1)
     s0 = np.sort(llr0[:h0])
     s1 = np.sort(llr1[:h1])
     best: tuple[float, str, float] = (-np.inf, ">=", math.inf)
@@ -95,12 +115,12 @@ def distinguishing_test(
     t_up = np.unique(s1[np.clip(h1 - m, 0, h1 - 1)])
     k1 = h1 - np.searchsorted(s1, t_up, side="left")
     k0 = h0 - np.searchsorted(s0, t_up, side="left")
-    e_up = epsilon_lower_bound(k1, h1, k0, h0, delta=delta, alpha=alpha)
+    e_up = _selection_score(k1, h1, k0, h0, n1 - h1, n0 - h0, delta=delta, alpha=alpha)
     # lower tail: thresholds from the D sample, P_D(S) against P_D'(S)
     t_lo = np.unique(s0[np.clip(m - 1, 0, h0 - 1)])
     k0l = np.searchsorted(s0, t_lo, side="right")
     k1l = np.searchsorted(s1, t_lo, side="right")
-    e_lo = epsilon_lower_bound(k0l, h0, k1l, h1, delta=delta, alpha=alpha)
+    e_lo = _selection_score(k0l, h0, k1l, h1, n0 - h0, n1 - h1, delta=delta, alpha=alpha)
     if e_up.size and np.max(e_up) > best[0]:
         j = int(np.argmax(e_up))
         best = (float(e_up[j]), ">=", float(t_up[j]))

@@ -59,6 +59,7 @@ from dpreg.audit.model import (
     declared_layout,
     reproduces_fit,
 )
+from dpreg.audit.pairs import pair_names
 from dpreg.io.atomic import write_text_atomic
 from dpreg.progress import progress
 
@@ -118,6 +119,8 @@ def run_audit(
                 # fits on rows cost far more than fits on statistics: fewer draws
                 n_e2e = settings["rows_samples" if alg.needs_rows else "e2e_samples"]
                 add(_guarded(name, eps, None, samples=n_e2e, **kw))
+                for pair in pair_names(name):  # pairs built to take each branch
+                    add(_guarded(name, eps, None, samples=n_e2e, pair=pair, **kw))
                 if alg.needs_rows or (settings["ps_private_only"] and alg.reproduction):
                     continue  # private pre-processing hands algorithms statistics, not rows
                 for share in settings["ps_shares"]:
@@ -148,10 +151,12 @@ def _guarded(name: str, eps: float, share: float | None, **kw: Any) -> dict[str,
         return audit_end_to_end(name, private_stats=share, **kw)
     except DPRegError as err:
         alg = ALGORITHMS[name]
+        pair = kw.get("pair", "bounds")
+        variant = None if share is None else f"private-stats-{share:g}"
         return {
             "layer": "end-to-end",
             "name": name,
-            "variant": None if share is None else f"private-stats-{share:g}",
+            "variant": f"pair:{pair}" if pair != "bounds" else variant,
             "label": "reproduction" if alg.reproduction else "private",
             "kind": "algorithm",
             "claimed_epsilon": float(eps),

@@ -34,6 +34,11 @@ __all__ = [
 DEFAULT_SAMPLES = 10_000_000
 #: Direct draws per hypothesis that verify the scalar shortcut.
 CHECK_SAMPLES = 20_000
+#: Share of the draws that chooses the threshold (the rest evaluate it): the
+#: declared layer's samples are large, so a fifth is enough to find the
+#: threshold and four fifths evaluate it (tightness 0.95 on average for one
+#: Gaussian release at 10^6 draws, against 0.91 with half and half).
+SELECT_SHARE = 0.2
 
 
 def exact_epsilon_of(releases: list[Release], *, delta: float) -> tuple[float | None, float | None]:
@@ -112,7 +117,7 @@ def _run(
     else:
         llr0 = direct_llr(blocks, s0, means, seed=b0, n=samples)[0]
         llr1 = direct_llr(blocks, s1, means, seed=b1, n=samples)[0]
-    test = distinguishing_test(llr0, llr1, delta=claimed_delta)
+    test = distinguishing_test(llr0, llr1, delta=claimed_delta, select_share=SELECT_SHARE)
 
     actual = [dataclasses.replace(r, scale=r.scale * noise_factor) for r in releases]
     exact, mu = exact_epsilon_of(actual, delta=claimed_delta)

@@ -74,6 +74,7 @@ from dpreg._validation import DPRegError, check_positive_int
 from dpreg.algorithms import ALGORITHMS
 from dpreg.audit.bounds import ALPHA, distinguishing_test, judge, power_of, round_llr
 from dpreg.audit.model import DEFAULT_D, PRIVATE_ALGORITHMS, base_rows, label_of
+from dpreg.audit.pairs import PAIRS, build_pair
 from dpreg.preprocess import (
     ArraySource,
     PublicRanges,
@@ -233,16 +234,28 @@ def _large_rows(d: int, n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-def _regression_pair(alg, *, d, epsilon, delta, samples, rho, seeds):
-    """Captured releases on ``D`` and ``D'``: the small dataset, or the bigger one
-    when the algorithm refuses the small one (e.g. too few rows for its models)."""
-    last: DPRegError | None = None
+def _candidate_pairs(alg, *, d, epsilon, delta, rho, pair):
+    """``(D, D')`` candidates in turn: the pair ``pair`` of :data:`~dpreg.audit.pairs.PAIRS`,
+    or (``bounds``) the small dataset, then the bigger one."""
+    if pair != "bounds":
+        releases = alg.releases(epsilon=epsilon, delta=delta, d=d, rho=rho, n=1000)
+        yield build_pair(alg.name, pair, releases, d=d, delta=delta, neighbouring=alg.neighbouring)
+        return
     for base in (base_rows(d), _large_rows(d)):
         n0 = base[0].shape[0]
         releases = alg.releases(epsilon=epsilon, delta=delta, d=d, rho=rho, n=n0)
-        (X0, y0), (X1, y1) = neighbouring_rows(
-            releases, d=d, neighbouring=alg.neighbouring, base=base
-        )
+        yield neighbouring_rows(releases, d=d, neighbouring=alg.neighbouring, base=base)
+
+
+def _regression_pair(alg, *, d, epsilon, delta, samples, rho, seeds, pair="bounds"):
+    """Captured releases on ``D`` and ``D'``: the pair ``pair``, or for ``bounds`` the
+    small dataset, or the bigger one when the algorithm refuses the small one (e.g.
+    too few rows for its models)."""
+    last: DPRegError | None = None
+    for (X0, y0), (X1, y1) in _candidate_pairs(
+        alg, d=d, epsilon=epsilon, delta=delta, rho=rho, pair=pair
+    ):
+        releases = alg.releases(epsilon=epsilon, delta=delta, d=d, rho=rho, n=X0.shape[0])
         st0, st1 = SuffStats.from_arrays(X0, y0), SuffStats.from_arrays(X1, y1)
         kw = {"epsilon": epsilon, "delta": delta, "n": samples, "rho": rho}
         try:
@@ -345,6 +358,7 @@ def audit_end_to_end(
     private_stats: float | None = None,
     rho: float = 0.05,
     alpha: float = ALPHA,
+    pair: str = "bounds",
 ) -> dict[str, Any]:
     """Audit one private algorithm (optionally behind private pre-processing) end to end.
 
@@ -368,6 +382,9 @@ def audit_end_to_end(
         AdaSSP's failure probability.
     alpha : float
         Error probability of the lower bound.
+    pair : str
+        ``bounds`` (the pair described above) or a pair of
+        :data:`dpreg.audit.pairs.PAIRS` for ``name`` (on the rows directly).
 
     Returns
     -------
@@ -382,16 +399,32 @@ def audit_end_to_end(
         raise DPRegError(
             f"unknown end-to-end audit target {name!r}; allowed: {', '.join(PRIVATE_ALGORITHMS)}"
         )
+    if pair != "bounds" and (pair not in PAIRS.get(name, {}) or private_stats is not None):
+        allowed = ", ".join(["bounds", *PAIRS.get(name, {})])
+        raise DPRegError(
+            f"pair {pair!r} is not an end-to-end pair of {name!r}"
+            + (" behind private pre-processing" if private_stats is not None else "")
+            + f"; allowed: {'bounds' if private_stats is not None else allowed}"
+        )
     samples = check_positive_int(samples, "samples", minimum=40)
     d = check_positive_int(d, "d", minimum=2)
     alg = ALGORITHMS[name]
     t0 = time.perf_counter()
     variant = None if private_stats is None else f"private-stats-{private_stats:g}"
+    if pair != "bounds":
+        variant = f"pair:{pair}"
     ss = seed_sequence(seed, "audit-e2e", name, float(epsilon), float(delta), d, variant or "-")
     s0, s1 = ss.spawn(2)
     if private_stats is None:
         out0, out1, releases, added, mismatches = _regression_pair(
-            alg, d=d, epsilon=epsilon, delta=delta, samples=samples, rho=rho, seeds=(s0, s1)
+            alg,
+            d=d,
+            epsilon=epsilon,
+            delta=delta,
+            samples=samples,
+            rho=rho,
+            seeds=(s0, s1),
+            pair=pair,
         )
     else:
         spec = VariantSpec.from_dict(
@@ -450,7 +483,7 @@ def audit_end_to_end(
         "d": d,
         "observed": sorted(out0),
         "releases": [r.as_dict() for r in releases],
-        "pair": {"added_x": [float(v) for v in added], "added_y": 1.0},
+        "pair": {"name": pair, "added_x": [float(v) for v in added], "added_y": 1.0},
         # dpreg.privacy.drawcheck: [] when the fit draws exactly what its releases declare
         "draw_check": mismatches,
         "test": test,

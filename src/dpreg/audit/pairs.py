@@ -1,0 +1,152 @@
+"""Neighbouring pairs chosen per algorithm so that the end-to-end audit takes each branch.
+
+The default pair of the end-to-end layer (``bounds``,
+:func:`dpreg.audit.endtoend.neighbouring_rows`) starts from ``e_2 .. e_d``
+twice each: ``lambda_min(X^T X) = 0``, residuals inside the clip, a handful
+of rows.  On it some branches of some algorithms are never taken, so a bug
+there could not be seen.  :data:`PAIRS` maps an algorithm to further pairs
+built to take them, each audited as its own record (``variant`` is
+``pair:<name>``):
+
+``sketch-ols`` (Sheffet 2017; :mod:`dpreg.algorithms.sketch`)
+    The sketch is noise-free when the noisy test
+    ``lambda_min(A^T A) - Lap(b)`` exceeds ``w^2 + b ln(1/delta)``
+    (``A = [X y]``, ``b`` the test's Laplace scale, ``w`` the sketch's noise
+    level, both read from the releases).  ``D`` holds ``(e_1, 1)`` ``a``
+    times, ``(e_1, -1)``, ``e_2`` and ``e_3`` (``y = 0``) ``M = 2a + 100``
+    times each, so ``A^T A`` has its smallest eigenvalue ``2a`` along
+    ``(e_1, 1)/sqrt(2)``; ``D'`` adds the row ``(e_1, 1)`` (squared norm
+    ``B_X^2 + B_Y^2 = 2``), which raises ``lambda_min`` by the full
+    sensitivity 2.  ``lambda-above``: ``2a`` is 15 Laplace scales above the
+    threshold (the noise-free branch on both datasets except with
+    probability ``e^-15 / 2``); ``lambda-at``: ``2a`` at the threshold (each
+    branch about half the time, and ``D'`` moves the odds).
+``ihm`` (Lev et al. 2026)
+    The Hessian sketches are noise-free when ``lambda_min(X^T X) + sigma_l z
+    - sigma_l tau >= gamma`` (``z ~ N(0, 1)``; ``gamma = sigma_l sqrt(k)``
+    and ``tau`` from :func:`dpreg.algorithms.sketch.ihm_sizes`, ``sigma_l``
+    the ``lambda_min`` release's scale).  ``D`` holds ``e_1`` ``a`` times and
+    ``e_2 .. e_d`` ``a + 200`` times (``y = 0``); ``D'`` adds ``(e_1, 1)``,
+    which raises ``lambda_min`` by the full sensitivity ``B_X^2 = 1``.
+    ``margin-above``: ``a = gamma + sigma_l (tau + 5)`` (noise-free except with
+    probability ``Phi(-5)``); ``margin-at``: ``a = gamma + sigma_l tau``.
+``dp-gd`` (and ``dp-gd-lev``)
+    ``residual-clip``: ``D`` holds ``(e_1, -1)`` 200 times, which pulls
+    ``theta_1`` to about ``-eta`` after one step; ``D'`` adds (or, under
+    replace-one, puts in place of the last row) ``(e_1, 1)``, whose residual
+    is ``C`` at the first step and ``1 - theta_1 > C`` at the later ones, so
+    the clip binds exactly on the row that differs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from dpreg.algorithms.sketch import ihm_sizes
+from dpreg.privacy.mechanisms import Release
+
+__all__ = ["PAIRS", "Datasets", "build_pair", "pair_names"]
+
+Datasets = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+Builder = Callable[..., Datasets]
+
+#: Laplace scales between the sketch's noisy test and its threshold in ``lambda-above``.
+SKETCH_ABOVE = 15.0
+#: Standard deviations of ``lambda_min``'s noise above IHM's margin in ``margin-above``.
+IHM_ABOVE = 5.0
+#: Rows ``(e_1, -1)`` of DP-GD's ``residual-clip`` dataset.
+GD_ROWS = 200
+
+
+def _rows(blocks: list[tuple[np.ndarray, float, int]]) -> tuple[np.ndarray, np.ndarray]:
+    X = np.vstack([np.tile(x, (k, 1)) for x, _, k in blocks])
+    y = np.concatenate([np.full(k, yv) for _, yv, k in blocks])
+    return X, y
+
+
+def _add(
+    base: tuple[np.ndarray, np.ndarray], x: np.ndarray, y: float, neighbouring: str
+) -> Datasets:
+    X, yy = base
+    if neighbouring == "replace-one":
+        X1, y1 = X.copy(), yy.copy()
+        X1[-1], y1[-1] = x, y
+        return (X, yy), (X1, y1)
+    return (X, yy), (np.vstack([X, x]), np.append(yy, y))
+
+
+def _release(releases: list[Release], name: str) -> Release:
+    return next(r for r in releases if r.name == name)
+
+
+def sketch_threshold(releases: list[Release], *, delta: float) -> tuple[float, float]:
+    """``(w^2 + b ln(1/delta), b)``: the value ``lambda_min(A^T A) - Lap(b)`` must exceed
+    for Sheffet's noise-free sketch (the fit's ``w^2 + 4 B^2 ln(1/delta)/eps``, with
+    ``b = 4 B^2/eps``)."""
+    b = _release(releases, "lambda_min_test").scale
+    w = _release(releases, "sketch").scale
+    return w * w + b * math.log(1.0 / delta), b
+
+
+def _sketch(target: str) -> Builder:
+    def build(releases: list[Release], *, d: int, delta: float, neighbouring: str) -> Datasets:
+        thr, b = sketch_threshold(releases, delta=delta)
+        lam = thr + (SKETCH_ABOVE * b if target == "above" else 0.0)
+        a = math.ceil(lam / 2.0)
+        M = 2 * a + 100
+        e = np.eye(d)
+        blocks = [(e[0], 1.0, a), (e[0], -1.0, M)] + [(e[j], 0.0, M) for j in range(1, d)]
+        return _add(_rows(blocks), e[0], 1.0, neighbouring)
+
+    return build
+
+
+def ihm_threshold(releases: list[Release], *, d: int, T: int = 3) -> tuple[float, float]:
+    """``(gamma + sigma_l tau, sigma_l)``: ``lambda_min(X^T X)`` at which IHM's sketches
+    are noise-free half the time (the fit's ``lam~ >= gamma`` at ``z = 0``)."""
+    lam = _release(releases, "lambda_min")
+    k, tau, _ = ihm_sizes(d, 4.0 * lam.delta, T)
+    sigma_l = lam.scale
+    return sigma_l * math.sqrt(k) + sigma_l * tau, sigma_l
+
+
+def _ihm(target: str) -> Builder:
+    def build(releases: list[Release], *, d: int, delta: float, neighbouring: str) -> Datasets:
+        thr, sigma_l = ihm_threshold(releases, d=d)
+        a = math.ceil(thr + (IHM_ABOVE * sigma_l if target == "above" else 0.0))
+        e = np.eye(d)
+        blocks = [(e[0], 0.0, a)] + [(e[j], 0.0, a + 200) for j in range(1, d)]
+        return _add(_rows(blocks), e[0], 1.0, neighbouring)
+
+    return build
+
+
+def _gd_clip(releases: list[Release], *, d: int, delta: float, neighbouring: str) -> Datasets:
+    e = np.eye(d)
+    return _add(_rows([(e[0], -1.0, GD_ROWS)]), e[0], 1.0, neighbouring)
+
+
+_SKETCH = {"lambda-above": _sketch("above"), "lambda-at": _sketch("at")}
+_IHM = {"margin-above": _ihm("above"), "margin-at": _ihm("at")}
+#: algorithm -> {pair name -> builder(releases, d=, delta=, neighbouring=) -> (D, D')}
+PAIRS: dict[str, dict[str, Builder]] = {
+    "sketch-ols": _SKETCH,
+    "ihm": _IHM,
+    "dp-gd": {"residual-clip": _gd_clip},
+    "dp-gd-lev": {"residual-clip": _gd_clip},
+}
+
+
+def pair_names(name: str) -> list[str]:
+    """The extra pairs of algorithm ``name`` (none for most)."""
+    return list(PAIRS.get(name, {}))
+
+
+def build_pair(
+    name: str, pair: str, releases: list[Release], *, d: int, delta: float, neighbouring: str
+) -> Datasets:
+    """``(D, D')`` of pair ``pair`` of algorithm ``name``."""
+    return PAIRS[name][pair](releases, d=d, delta=delta, neighbouring=neighbouring)
