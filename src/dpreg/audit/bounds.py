@@ -100,11 +100,14 @@ def distinguishing_test(
 ) -> dict:
     """Empirical epsilon lower bound from LLR samples under ``D`` (``llr0``) and ``D'`` (``llr1``).
 
-    The first half of each sample chooses the test set -- ``LLR >= t``
+    The first ``select_share`` of each sample chooses the test set -- ``LLR >= t``
     (``D'`` more likely) or ``LLR <= t`` (``D`` more likely) with ``t`` on a grid
-    of about 400 tail quantiles -- by the same lower-bound formula; the
-    second half evaluates that one test set.
+    of about 400 tail quantiles -- scored by :func:`_selection_score` (the
+    bound expected on the evaluation part); the rest evaluates that one test
+    set, so the bound is valid whatever the selection did.
     """
+    if not 0.0 < select_share < 1.0:
+        raise ValueError(f"select_share must be in (0, 1), got {select_share!r}")
     n0, n1 = llr0.size, llr1.size
     h0, h1 = max(int(select_share * n0), 1), max(int(select_share * n1), 1)
     s0 = np.sort(llr0[:h0])

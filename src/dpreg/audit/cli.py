@@ -119,7 +119,9 @@ def run_audit(
                 # fits on rows cost far more than fits on statistics: fewer draws
                 n_e2e = settings["rows_samples" if alg.needs_rows else "e2e_samples"]
                 add(_guarded(name, eps, None, samples=n_e2e, **kw))
-                for pair in pair_names(name):  # pairs built to take each branch
+                for pair in pair_names(
+                    name, epsilon=eps, delta=delta, d=DEFAULT_D
+                ):  # pairs built to take each branch
                     add(_guarded(name, eps, None, samples=n_e2e, pair=pair, **kw))
                 if alg.needs_rows or (settings["ps_private_only"] and alg.reproduction):
                     continue  # private pre-processing hands algorithms statistics, not rows

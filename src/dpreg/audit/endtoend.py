@@ -239,7 +239,15 @@ def _candidate_pairs(alg, *, d, epsilon, delta, rho, pair):
     or (``bounds``) the small dataset, then the bigger one."""
     if pair != "bounds":
         releases = alg.releases(epsilon=epsilon, delta=delta, d=d, rho=rho, n=1000)
-        yield build_pair(alg.name, pair, releases, d=d, delta=delta, neighbouring=alg.neighbouring)
+        yield build_pair(
+            alg.name,
+            pair,
+            releases,
+            d=d,
+            epsilon=epsilon,
+            delta=delta,
+            neighbouring=alg.neighbouring,
+        )
         return
     for base in (base_rows(d), _large_rows(d)):
         n0 = base[0].shape[0]

@@ -36,6 +36,24 @@ built to take them, each audited as its own record (``variant`` is
     replace-one, puts in place of the last row) ``(e_1, 1)``, whose residual
     is ``C`` at the first step and ``1 - theta_1 > C`` at the later ones, so
     the clip binds exactly on the row that differs.
+``tukey-em`` (Amin et al. 2023; replace-one)
+    ``k-hat-move``: the rows cycle through ``e_1 .. e_d`` with ``y = 0``
+    except ``r`` of the ``e_1`` rows, which have ``y = 1``, and ``n = 2 d m``
+    (``m`` models of ``2 d`` rows under the default ``m = n/(2d)``).  Every
+    batch without a ``y = 1`` row fits the model 0 exactly (a rank-deficient
+    batch gets the minimum-norm 0 too), every batch with one fits a positive
+    first coordinate, so the depth volumes fall by a factor about
+    ``10^-10`` (the tie-breaking spread) at the depth ``q*`` = number of such
+    batches in the first coordinate; a certificate of
+    :func:`~dpreg.algorithms._tukey_depth.ptr_distance` cannot span that
+    fall, so ``k_hat = t - q* - 2`` once ``q*`` exceeds the ``g`` the
+    certificate needs (``2 (ln(8 e^eps2 / delta) + d ln 2) / eps2``; ``q*``
+    is 50 above it and ``m = 4 (q* + 50)``).  ``D'`` puts ``(e_1, 1)`` in place
+    of the last row (an ``e_d`` row with ``y = 0``): in a batch that had no
+    ``y = 1`` row it makes one more positive model, so ``k_hat`` drops by
+    exactly 1 (the full sensitivity of the PTR release) in about 80% of the
+    partitions at ``epsilon = 1``.  The size grows as ``1/epsilon``; the pair
+    is audited only where ``m <= TUKEY_MAX_MODELS``.
 """
 
 from __future__ import annotations
@@ -129,6 +147,32 @@ def _gd_clip(releases: list[Release], *, d: int, delta: float, neighbouring: str
     return _add(_rows([(e[0], -1.0, GD_ROWS)]), e[0], 1.0, neighbouring)
 
 
+#: Largest number of models of TukeyEM's ``k-hat-move`` pair (its cost grows as 1/epsilon).
+TUKEY_MAX_MODELS = 1000
+
+
+def tukey_sizes(*, epsilon: float, delta: float, d: int) -> tuple[int, int, int]:
+    """``(m, q*, r)`` of TukeyEM's ``k-hat-move`` pair: models, target number of
+    positive models, rows with ``y = 1`` (``r = -m ln(1 - q*/m)`` fills about
+    ``q*`` distinct batches)."""
+    eps2 = epsilon / 2.0
+    g = 2.0 * (math.log(8.0 * math.exp(eps2) / delta) + d * math.log(2.0)) / eps2
+    q = math.ceil(g) + 50
+    m = 4 * (q + 50)
+    return m, q, round(-m * math.log(1.0 - q / m))
+
+
+def _tukey(
+    releases: list[Release], *, d: int, delta: float, neighbouring: str, epsilon: float
+) -> Datasets:
+    m, _, r = tukey_sizes(epsilon=epsilon, delta=delta, d=d)
+    n = 2 * d * m
+    X = np.tile(np.eye(d), (n // d, 1))
+    y = np.zeros(n)
+    y[np.flatnonzero(X[:, 0] == 1.0)[:r]] = 1.0
+    return _add((X, y), np.eye(d)[0], 1.0, neighbouring)
+
+
 _SKETCH = {"lambda-above": _sketch("above"), "lambda-at": _sketch("at")}
 _IHM = {"margin-above": _ihm("above"), "margin-at": _ihm("at")}
 #: algorithm -> {pair name -> builder(releases, d=, delta=, neighbouring=) -> (D, D')}
@@ -137,16 +181,31 @@ PAIRS: dict[str, dict[str, Builder]] = {
     "ihm": _IHM,
     "dp-gd": {"residual-clip": _gd_clip},
     "dp-gd-lev": {"residual-clip": _gd_clip},
+    "tukey-em": {"k-hat-move": _tukey},
 }
 
 
-def pair_names(name: str) -> list[str]:
-    """The extra pairs of algorithm ``name`` (none for most)."""
-    return list(PAIRS.get(name, {}))
+def pair_names(name: str, *, epsilon: float, delta: float, d: int) -> list[str]:
+    """The extra pairs of algorithm ``name`` audited at ``(epsilon, delta)`` (none for most;
+    TukeyEM's only where its size is at most :data:`TUKEY_MAX_MODELS` models)."""
+    names = list(PAIRS.get(name, {}))
+    if "k-hat-move" in names and tukey_sizes(epsilon=epsilon, delta=delta, d=d)[0] > (
+        TUKEY_MAX_MODELS
+    ):
+        names.remove("k-hat-move")
+    return names
 
 
 def build_pair(
-    name: str, pair: str, releases: list[Release], *, d: int, delta: float, neighbouring: str
+    name: str,
+    pair: str,
+    releases: list[Release],
+    *,
+    d: int,
+    epsilon: float,
+    delta: float,
+    neighbouring: str,
 ) -> Datasets:
     """``(D, D')`` of pair ``pair`` of algorithm ``name``."""
-    return PAIRS[name][pair](releases, d=d, delta=delta, neighbouring=neighbouring)
+    kw = {"epsilon": epsilon} if pair == "k-hat-move" else {}
+    return PAIRS[name][pair](releases, d=d, delta=delta, neighbouring=neighbouring, **kw)
