@@ -16,6 +16,8 @@ import numpy as np
 from scipy.special import betaincinv
 from scipy.stats import norm
 
+from dpreg._validation import DPRegError
+
 __all__ = [
     "ALPHA",
     "judge",
@@ -107,7 +109,7 @@ def distinguishing_test(
     set, so the bound is valid whatever the selection did.
     """
     if not 0.0 < select_share < 1.0:
-        raise ValueError(f"select_share must be in (0, 1), got {select_share!r}")
+        raise DPRegError(f"select_share must be in (0, 1), got {select_share!r}")
     n0, n1 = llr0.size, llr1.size
     h0, h1 = max(int(select_share * n0), 1), max(int(select_share * n1), 1)
     s0 = np.sort(llr0[:h0])
