@@ -11,7 +11,11 @@ Modes
   verification draws), end-to-end 2 x 10^4 fits per algorithm (500 for an
   algorithm that fits on rows), and 1,000 runs of every non-reproduction
   algorithm behind private-stats share 0.1.  Under a minute on two cores
-  (16-40 s measured); part of the test suite.
+  (about 37 s of CPU measured, with the branch pairs); part of the test suite.
+
+Both modes also audit, end to end, the pairs of :mod:`dpreg.audit.pairs`
+(:func:`~dpreg.audit.pairs.pair_names`) with the algorithm's own number of
+draws, as records with ``variant`` ``pair:<name>``.
 
 In full mode an algorithm that fits on rows (``needs_rows``) gets a tenth of
 the end-to-end draws.  Such algorithms are not run behind private

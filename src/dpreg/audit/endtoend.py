@@ -31,7 +31,8 @@ audited on a fixed dataset of ``2000 d`` rows inside the bounds instead.  For pr
 pre-processing the declared public ranges are ``[-1, 1]`` for every column
 and for ``y``, and the added row is the corner ``(1, .., 1)``, ``y = 1``,
 which moves the column sums, sums of squares and the y sum at their full
-sensitivities.
+sensitivities.  Some algorithms get further pairs, built to take branches
+this pair never reaches (``pair=...``; :mod:`dpreg.audit.pairs`).
 
 Test statistic
 --------------
@@ -52,6 +53,13 @@ The remaining draws go to :func:`~dpreg.audit.bounds.distinguishing_test`
 (half choose the test set, half evaluate it), so the fitted weights never
 see the draws the bound is computed on and the Clopper-Pearson bound is
 valid whatever the statistic.
+
+Power
+-----
+Each record carries ``ceiling``, ``tightness`` and ``power``
+(:func:`dpreg.audit.bounds.power_of`, at the number of draws the
+distinguishing test sees; the ceiling is the Gaussian-DP profile's when every
+release is Gaussian).
 
 Claims and exact epsilon
 ------------------------
