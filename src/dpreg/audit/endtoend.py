@@ -71,7 +71,6 @@ release is Laplace); ``exact_epsilon`` is
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -82,7 +81,7 @@ from dpreg._validation import DPRegError, check_positive_int
 from dpreg.algorithms import ALGORITHMS
 from dpreg.audit.bounds import ALPHA, distinguishing_test, judge, power_of, round_llr
 from dpreg.audit.model import DEFAULT_D, PRIVATE_ALGORITHMS, base_rows, label_of
-from dpreg.audit.pairs import PAIRS, build_pair
+from dpreg.audit.pairs import PAIRS, candidate_pairs, neighbouring_rows
 from dpreg.preprocess import (
     ArraySource,
     PublicRanges,
@@ -98,7 +97,7 @@ from dpreg.privacy import mechanisms as mech
 from dpreg.privacy.mechanisms import Release
 from dpreg.seeding import seed_sequence
 
-__all__ = ["E2E_SAMPLES", "audit_end_to_end", "observation_statistic"]
+__all__ = ["E2E_SAMPLES", "audit_end_to_end", "neighbouring_rows", "observation_statistic"]
 
 #: Fits per hypothesis of the end-to-end layer (full mode).
 E2E_SAMPLES = 200_000
@@ -107,35 +106,6 @@ FIT_SHARE = 0.25
 #: Repeats fitted per call (bounds memory).
 _BATCH = 50_000
 _VAR_FLOOR = 1e-30
-
-
-# --------------------------------------------------------------------------
-# neighbouring rows
-# --------------------------------------------------------------------------
-def _added_row(releases: list[Release], d: int) -> np.ndarray:
-    if any(r.mechanism == "laplace" for r in releases):
-        return np.full(d, 1.0 / math.sqrt(d))
-    return np.eye(d)[0]
-
-
-def neighbouring_rows(
-    releases: list[Release],
-    *,
-    d: int,
-    neighbouring: str = "add/remove",
-    base: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-    """``((X, y), (X', y'))``: ``D`` and ``D'`` differing in one row at the bounds.
-
-    ``base`` is ``D`` (default: ``e_2 .. e_d`` twice each).
-    """
-    X, y = base_rows(d) if base is None else base
-    x = _added_row(releases, d)
-    if neighbouring == "replace-one":
-        X1, y1 = X.copy(), y.copy()
-        X1[-1], y1[-1] = x, 1.0
-        return (X, y), (X1, y1)
-    return (X, y), (np.vstack([X, x]), np.append(y, 1.0))
 
 
 # --------------------------------------------------------------------------
@@ -229,46 +199,12 @@ def _regression_draws(
     return {k: np.concatenate(v) for k, v in out.items()}
 
 
-def _large_rows(d: int, n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """A bigger fixed dataset inside the bounds (default ``2000 d`` rows), for
-    algorithms that need many rows: subsample-and-aggregate ones such as
-    TukeyEM pass their safety test at epsilon 1 from about this size, so the
-    audit sees their released estimates and not only refusals."""
-    n = 2000 * d if n is None else int(n)
-    rng = np.random.default_rng(20200601)
-    X = rng.standard_normal((n, d))
-    X *= (rng.uniform(0.2, 1.0, n) / np.linalg.norm(X, axis=1))[:, None]
-    y = np.clip(X @ np.linspace(0.5, -0.5, d) + 0.1 * rng.standard_normal(n), -1.0, 1.0)
-    return X, y
-
-
-def _candidate_pairs(alg, *, d, epsilon, delta, rho, pair):
-    """``(D, D')`` candidates in turn: the pair ``pair`` of :data:`~dpreg.audit.pairs.PAIRS`,
-    or (``bounds``) the small dataset, then the bigger one."""
-    if pair != "bounds":
-        releases = alg.releases(epsilon=epsilon, delta=delta, d=d, rho=rho, n=1000)
-        yield build_pair(
-            alg.name,
-            pair,
-            releases,
-            d=d,
-            epsilon=epsilon,
-            delta=delta,
-            neighbouring=alg.neighbouring,
-        )
-        return
-    for base in (base_rows(d), _large_rows(d)):
-        n0 = base[0].shape[0]
-        releases = alg.releases(epsilon=epsilon, delta=delta, d=d, rho=rho, n=n0)
-        yield neighbouring_rows(releases, d=d, neighbouring=alg.neighbouring, base=base)
-
-
 def _regression_pair(alg, *, d, epsilon, delta, samples, rho, seeds, pair="bounds"):
     """Captured releases on ``D`` and ``D'``: the pair ``pair``, or for ``bounds`` the
     small dataset, or the bigger one when the algorithm refuses the small one (e.g.
     too few rows for its models)."""
     last: DPRegError | None = None
-    for (X0, y0), (X1, y1) in _candidate_pairs(
+    for (X0, y0), (X1, y1) in candidate_pairs(
         alg, d=d, epsilon=epsilon, delta=delta, rho=rho, pair=pair
     ):
         releases = alg.releases(epsilon=epsilon, delta=delta, d=d, rho=rho, n=X0.shape[0])

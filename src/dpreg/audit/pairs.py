@@ -1,7 +1,7 @@
 """Neighbouring pairs chosen per algorithm so that the end-to-end audit takes each branch.
 
 The default pair of the end-to-end layer (``bounds``,
-:func:`dpreg.audit.endtoend.neighbouring_rows`) starts from ``e_2 .. e_d``
+:func:`neighbouring_rows`) starts from ``e_2 .. e_d``
 twice each: ``lambda_min(X^T X) = 0``, residuals inside the clip, a handful
 of rows.  On it some branches of some algorithms are never taken, so a bug
 there could not be seen.  :data:`PAIRS` maps an algorithm to further pairs
@@ -45,7 +45,7 @@ built to take them, each audited as its own record (``variant`` is
     first coordinate, so the depth volumes fall by a factor about
     ``10^-10`` (the tie-breaking spread) at the depth ``q*`` = number of such
     batches in the first coordinate; a certificate of
-    :func:`~dpreg.algorithms._tukey_depth.ptr_distance` cannot span that
+    ``ptr_distance`` (:mod:`dpreg.algorithms.tukey`) cannot span that
     fall, so ``k_hat = t - q* - 2`` once ``q*`` exceeds the ``g`` the
     certificate needs (``2 (ln(8 e^eps2 / delta) + d ln 2) / eps2``; ``q*``
     is 50 above it and ``m = 4 (q* + 50)``).  ``D'`` puts ``(e_1, 1)`` in place
@@ -64,9 +64,17 @@ from collections.abc import Callable
 import numpy as np
 
 from dpreg.algorithms.sketch import ihm_sizes
+from dpreg.audit.model import base_rows
 from dpreg.privacy.mechanisms import Release
 
-__all__ = ["PAIRS", "Datasets", "build_pair", "pair_names"]
+__all__ = [
+    "PAIRS",
+    "Datasets",
+    "build_pair",
+    "candidate_pairs",
+    "neighbouring_rows",
+    "pair_names",
+]
 
 Datasets = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 Builder = Callable[..., Datasets]
@@ -209,3 +217,66 @@ def build_pair(
     """``(D, D')`` of pair ``pair`` of algorithm ``name``."""
     kw = {"epsilon": epsilon} if pair == "k-hat-move" else {}
     return PAIRS[name][pair](releases, d=d, delta=delta, neighbouring=neighbouring, **kw)
+
+
+# --------------------------------------------------------------------------
+# neighbouring rows
+# --------------------------------------------------------------------------
+def _added_row(releases: list[Release], d: int) -> np.ndarray:
+    if any(r.mechanism == "laplace" for r in releases):
+        return np.full(d, 1.0 / math.sqrt(d))
+    return np.eye(d)[0]
+
+
+def neighbouring_rows(
+    releases: list[Release],
+    *,
+    d: int,
+    neighbouring: str = "add/remove",
+    base: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """``((X, y), (X', y'))``: ``D`` and ``D'`` differing in one row at the bounds.
+
+    ``base`` is ``D`` (default: ``e_2 .. e_d`` twice each).
+    """
+    X, y = base_rows(d) if base is None else base
+    x = _added_row(releases, d)
+    if neighbouring == "replace-one":
+        X1, y1 = X.copy(), y.copy()
+        X1[-1], y1[-1] = x, 1.0
+        return (X, y), (X1, y1)
+    return (X, y), (np.vstack([X, x]), np.append(y, 1.0))
+
+
+def _large_rows(d: int, n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A bigger fixed dataset inside the bounds (default ``2000 d`` rows), for
+    algorithms that need many rows: subsample-and-aggregate ones such as
+    TukeyEM pass their safety test at epsilon 1 from about this size, so the
+    audit sees their released estimates and not only refusals."""
+    n = 2000 * d if n is None else int(n)
+    rng = np.random.default_rng(20200601)
+    X = rng.standard_normal((n, d))
+    X *= (rng.uniform(0.2, 1.0, n) / np.linalg.norm(X, axis=1))[:, None]
+    y = np.clip(X @ np.linspace(0.5, -0.5, d) + 0.1 * rng.standard_normal(n), -1.0, 1.0)
+    return X, y
+
+
+def candidate_pairs(alg, *, d, epsilon, delta, rho, pair):
+    """``(D, D')`` candidates in turn: the pair ``pair`` of :data:`~dpreg.audit.pairs.PAIRS`,
+    or (``bounds``) the small dataset, then the bigger one."""
+    if pair != "bounds":
+        releases = alg.releases(epsilon=epsilon, delta=delta, d=d, rho=rho, n=1000)
+        yield build_pair(
+            alg.name,
+            pair,
+            releases,
+            d=d,
+            epsilon=epsilon,
+            delta=delta,
+            neighbouring=alg.neighbouring,
+        )
+        return
+    for base in (base_rows(d), _large_rows(d)):
+        n0 = base[0].shape[0]
+        releases = alg.releases(epsilon=epsilon, delta=delta, d=d, rho=rho, n=n0)
+        yield neighbouring_rows(releases, d=d, neighbouring=alg.neighbouring, base=base)
