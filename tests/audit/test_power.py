@@ -296,3 +296,22 @@ def test_pairs_are_audited_end_to_end_and_named():
     assert rec["draw_check"] == [] and rec["verdict"] == "ok"
     with pytest.raises(DPRegError, match="allowed: bounds, lambda-above, lambda-at"):
         audit_end_to_end("sketch-ols", epsilon=1.0, delta=DELTA, samples=100, pair="nope")
+
+
+def test_statistic_has_one_layout_when_only_one_dataset_fails():
+    # failed fits release NaN; when only D's fitting draws have them (or only the
+    # evaluation draws do) the statistic must still line up its coordinates
+    from dpreg.audit.endtoend import observation_statistic
+
+    rng = np.random.default_rng(2)
+    f0 = rng.standard_normal((50, 3))
+    f0[:5, 1] = np.nan
+    f1 = rng.standard_normal((50, 3)) + 1.0
+    stat = observation_statistic({"r": f0}, {"r": f1}, {"r": "gaussian"})
+    obs = rng.standard_normal((20, 3))
+    obs[:3, 2] = np.nan  # a column never NaN while fitting: counted as 0
+    vals = stat({"r": obs})
+    assert vals.shape == (20,) and np.all(np.isfinite(vals))
+    # the NaN indicator of column 1 separates: D's NaN rows score on D's side
+    obs2 = f0[:10].copy()
+    assert np.all(stat({"r": obs2})[:5] < np.median(stat({"r": f1[:10]})))

@@ -40,7 +40,8 @@ Nothing about the output's law is assumed.  A quarter of the draws of each
 hypothesis (the *fitting* part) estimates, per released coordinate, the
 means under ``D`` and ``D'`` and the pooled variance; exact duplicate
 coordinates (mirrored triangles) are dropped, and a NaN becomes 0 plus an
-indicator coordinate.  The statistic is the sum over releases of
+indicator coordinate (for the coordinates NaN in some fitting draw of either
+dataset; the same coordinates for every draw the statistic sees).  The statistic is the sum over releases of
 
 * Gaussian or unknown releases: ``sum_j Delta_j (o_j - (m0_j + m1_j)/2) / v_j``
   (the log-likelihood ratio of independent Gaussian coordinates; with no
@@ -111,13 +112,21 @@ _VAR_FLOOR = 1e-30
 # --------------------------------------------------------------------------
 # the statistic
 # --------------------------------------------------------------------------
-def _flatten(values: np.ndarray, n: int) -> np.ndarray:
+def _flatten(values: np.ndarray, n: int, cols: np.ndarray) -> np.ndarray:
+    """Rows of ``values`` as vectors, NaN as 0, plus an indicator of NaN for each
+    column in ``cols`` (the same columns for every sample a statistic sees)."""
     arr = np.asarray(values, dtype=float).reshape(n, -1)
     nan = np.isnan(arr)
-    if nan.any():
-        cols = nan.any(axis=0)
+    if nan.any() or cols.any():
         arr = np.hstack([np.where(nan, 0.0, arr), nan[:, cols].astype(float)])
     return arr
+
+
+def _nan_columns(*samples: np.ndarray) -> np.ndarray:
+    """Columns that are NaN in some draw of any of the fitting samples."""
+    return np.logical_or.reduce(
+        [np.isnan(np.asarray(v, dtype=float).reshape(len(v), -1)).any(axis=0) for v in samples]
+    )
 
 
 def observation_statistic(
@@ -133,8 +142,9 @@ def observation_statistic(
     """
     parts = []
     for name in fit0:
-        a0 = _flatten(fit0[name], len(fit0[name]))
-        a1 = _flatten(fit1[name], len(fit1[name]))
+        cols = _nan_columns(fit0[name], fit1[name])
+        a0 = _flatten(fit0[name], len(fit0[name]), cols)
+        a1 = _flatten(fit1[name], len(fit1[name]), cols)
         both = np.vstack([a0, a1])
         _, keep = np.unique(both.T, axis=0, return_index=True)
         keep = np.sort(keep)
@@ -143,17 +153,17 @@ def observation_statistic(
             m0, m1 = np.median(a0, axis=0), np.median(a1, axis=0)
             b = 0.5 * (np.mean(np.abs(a0 - m0), axis=0) + np.mean(np.abs(a1 - m1), axis=0))
             b = np.maximum(b, _VAR_FLOOR)
-            parts.append(("laplace", keep, m0, m1, b))
+            parts.append(("laplace", cols, keep, m0, m1, b))
         else:
             m0, m1 = a0.mean(axis=0), a1.mean(axis=0)
             v = 0.5 * (a0.var(axis=0) + a1.var(axis=0))
             v = np.maximum(v, _VAR_FLOOR)
-            parts.append(("gaussian", keep, m0, m1, v))
+            parts.append(("gaussian", cols, keep, m0, m1, v))
 
     def stat(observed: Mapping[str, np.ndarray]) -> np.ndarray:
         total = None
-        for name, (fam, keep, m0, m1, s) in zip(fit0, parts, strict=True):
-            o = _flatten(observed[name], len(observed[name]))[:, keep]
+        for name, (fam, cols, keep, m0, m1, s) in zip(fit0, parts, strict=True):
+            o = _flatten(observed[name], len(observed[name]), cols)[:, keep]
             if fam == "laplace":
                 val = np.sum((np.abs(o - m0) - np.abs(o - m1)) / s, axis=1)
             else:
