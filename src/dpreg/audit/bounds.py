@@ -14,14 +14,20 @@ import math
 
 import numpy as np
 from scipy.special import betaincinv
+from scipy.stats import norm
+
+from dpreg._validation import DPRegError
 
 __all__ = [
     "ALPHA",
     "judge",
     "LLR_DECIMALS",
     "clopper_pearson",
+    "count_ceiling",
     "distinguishing_test",
     "epsilon_lower_bound",
+    "gaussian_ceiling",
+    "power_of",
     "round_llr",
 ]
 
@@ -71,18 +77,41 @@ def epsilon_lower_bound(
     return np.where(num > 0, np.log(safe / p0), -np.inf)
 
 
+#: One-sided level of the pessimistic probability estimates that score thresholds.
+SELECT_BETA = 0.02
+
+
+def _selection_score(k1, h1: int, k0, h0: int, m1: int, m0: int, *, delta: float, alpha: float):
+    """The bound a threshold is expected to give on the evaluation part, from the
+    selection part's counts: pessimistic (one-sided ``SELECT_BETA``) Clopper-Pearson
+    estimates of both probabilities, scaled to the evaluation sizes ``m1``, ``m0``
+    and scored with :func:`epsilon_lower_bound`.  Without the pessimism the
+    search picks far tails whose few counts happened to fall well."""
+    p1, _ = clopper_pearson(k1, h1, SELECT_BETA)
+    _, p0 = clopper_pearson(k0, h0, SELECT_BETA)
+    return epsilon_lower_bound(p1 * m1, m1, p0 * m0, m0, delta=delta, alpha=alpha)
+
+
 def distinguishing_test(
-    llr0: np.ndarray, llr1: np.ndarray, *, delta: float, alpha: float = ALPHA
+    llr0: np.ndarray,
+    llr1: np.ndarray,
+    *,
+    delta: float,
+    alpha: float = ALPHA,
+    select_share: float = 0.5,
 ) -> dict:
     """Empirical epsilon lower bound from LLR samples under ``D`` (``llr0``) and ``D'`` (``llr1``).
 
-    The first half of each sample chooses the test set -- ``LLR >= t``
+    The first ``select_share`` of each sample chooses the test set -- ``LLR >= t``
     (``D'`` more likely) or ``LLR <= t`` (``D`` more likely) with ``t`` on a grid
-    of about 400 tail quantiles -- by the same lower-bound formula; the
-    second half evaluates that one test set.
+    of about 400 tail quantiles -- scored by :func:`_selection_score` (the
+    bound expected on the evaluation part); the rest evaluates that one test
+    set, so the bound is valid whatever the selection did.
     """
+    if not 0.0 < select_share < 1.0:
+        raise DPRegError(f"select_share must be in (0, 1), got {select_share!r}")
     n0, n1 = llr0.size, llr1.size
-    h0, h1 = n0 // 2, n1 // 2
+    h0, h1 = max(int(select_share * n0), 1), max(int(select_share * n1), 1)
     s0 = np.sort(llr0[:h0])
     s1 = np.sort(llr1[:h1])
     best: tuple[float, str, float] = (-np.inf, ">=", math.inf)
@@ -91,12 +120,12 @@ def distinguishing_test(
     t_up = np.unique(s1[np.clip(h1 - m, 0, h1 - 1)])
     k1 = h1 - np.searchsorted(s1, t_up, side="left")
     k0 = h0 - np.searchsorted(s0, t_up, side="left")
-    e_up = epsilon_lower_bound(k1, h1, k0, h0, delta=delta, alpha=alpha)
+    e_up = _selection_score(k1, h1, k0, h0, n1 - h1, n0 - h0, delta=delta, alpha=alpha)
     # lower tail: thresholds from the D sample, P_D(S) against P_D'(S)
     t_lo = np.unique(s0[np.clip(m - 1, 0, h0 - 1)])
     k0l = np.searchsorted(s0, t_lo, side="right")
     k1l = np.searchsorted(s1, t_lo, side="right")
-    e_lo = epsilon_lower_bound(k0l, h0, k1l, h1, delta=delta, alpha=alpha)
+    e_lo = _selection_score(k0l, h0, k1l, h1, n0 - h0, n1 - h1, delta=delta, alpha=alpha)
     if e_up.size and np.max(e_up) > best[0]:
         j = int(np.argmax(e_up))
         best = (float(e_up[j]), ">=", float(t_up[j]))
@@ -159,4 +188,84 @@ def judge(lb: float, exact: float | None, claim: float) -> dict[str, object]:
         "exact_exceeds_claim": exact_claim,
         "lb_exceeds_exact": lb_exact,
         "verdict": verdict,
+    }
+
+
+def count_ceiling(n: int, *, delta: float, alpha: float = ALPHA) -> float:
+    """The largest epsilon any test set can certify with ``n`` samples per side.
+
+    The bound is :func:`epsilon_lower_bound`, increasing in ``k1`` and
+    decreasing in ``k0``, so its maximum is at the best possible counts
+    ``k1 = n`` and ``k0 = 0``.  There the one-sided Clopper-Pearson bounds at
+    ``alpha / 2`` have closed forms: the lower bound for ``n`` of ``n`` solves
+    ``p^n = alpha / 2``, i.e. ``p1 = (alpha/2)^(1/n)``, and the upper bound for
+    ``0`` of ``n`` solves ``(1 - p)^n = alpha / 2``, i.e. ``p0 = 1 - (alpha/2)^(1/n)``.
+    Hence
+
+    ``ceiling = ln(((alpha/2)^(1/n) - delta) / (1 - (alpha/2)^(1/n)))``
+
+    (``-inf`` when ``(alpha/2)^(1/n) <= delta``).  No audit with ``n``
+    evaluation samples can report more, whatever the target.
+    """
+    q = (alpha / 2.0) ** (1.0 / n)
+    return (
+        math.log((q - delta) / -math.expm1(math.log(alpha / 2.0) / n)) if q > delta else -math.inf
+    )
+
+
+def gaussian_ceiling(mu: float, n: int, *, delta: float, alpha: float = ALPHA) -> float:
+    """The largest epsilon a threshold test can certify, at ``n`` samples per side, on a
+    target whose privacy loss is that of ``mu``-GDP (its exact privacy profile).
+
+    For a ``mu``-Gaussian pair the log-likelihood ratio is ``N(-mu^2/2, mu^2)``
+    under ``D`` and ``N(mu^2/2, mu^2)`` under ``D'`` (Dong, Roth & Su 2019), so
+    the test ``LLR >= t`` has ``P_D'(S) = Phi((mu^2/2 - t)/mu)`` and
+    ``P_D(S) = Phi((-mu^2/2 - t)/mu)`` (the ``LLR <= t`` tests are the mirror
+    image).  The ceiling is the maximum over ``t`` of :func:`epsilon_lower_bound`
+    at the expected counts ``n P_D'(S)`` and ``n P_D(S)``, capped by
+    :func:`count_ceiling`.  It is what an audit that saw the optimal threshold
+    and typical counts would report (e.g. 0.695 at ``(1, 1e-5)``, analytic
+    calibration, ``n = 10^6``, confidence ``1 - 1e-3``; about 0.77 at
+    confidence 0.95).
+    """
+    if mu <= 0:
+        return 0.0
+    if not math.isfinite(mu):
+        return count_ceiling(n, delta=delta, alpha=alpha)
+    # thresholds in units of mu around the optimum, which lies in the tail
+    t = mu * np.linspace(-0.5 * mu, 0.5 * mu + 12.0, 6001)
+    p1 = norm.sf((t - 0.5 * mu * mu) / mu)
+    p0 = norm.sf((t + 0.5 * mu * mu) / mu)
+    with np.errstate(divide="ignore"):
+        e = epsilon_lower_bound(n * p1, n, n * p0, n, delta=delta, alpha=alpha)
+    best = float(np.max(e))
+    return max(min(best, count_ceiling(n, delta=delta, alpha=alpha)), 0.0)
+
+
+def power_of(
+    lb: float, claim: float, n: int, *, delta: float, mu: float | None, alpha: float = ALPHA
+) -> dict[str, object]:
+    """Power fields of one record: ``ceiling``, ``tightness`` and ``power``.
+
+    ``ceiling`` is :func:`gaussian_ceiling` when the whole output is a
+    Gaussian-DP release of composed ``mu`` (the exact privacy profile), else
+    :func:`count_ceiling`; ``n`` is the number of samples per side the
+    threshold test sees.  ``tightness = lb / min(claim, ceiling)`` (0 when
+    the denominator is not positive).  ``power`` is ``none`` when no test at
+    this ``n`` could refute the claim (``count_ceiling <= claim``) or when
+    the lower bound is 0 (tightness 0: the audit detected nothing), else
+    ``ok``.  ``power`` never changes the verdict.
+    """
+    top = count_ceiling(n, delta=delta, alpha=alpha)
+    ceiling = gaussian_ceiling(mu, n, delta=delta, alpha=alpha) if mu is not None else top
+    ceiling = max(ceiling, 0.0)
+    denom = min(claim, ceiling)
+    ok_lb = lb is not None and math.isfinite(lb) and lb > 0
+    tightness = float(lb) / denom if ok_lb and denom > 0 else 0.0
+    power = "ok" if top > claim and ok_lb else "none"
+    return {
+        "ceiling": ceiling,
+        "count_ceiling": top if math.isfinite(top) else None,
+        "tightness": tightness,
+        "power": power,
     }

@@ -11,7 +11,11 @@ Modes
   verification draws), end-to-end 2 x 10^4 fits per algorithm (500 for an
   algorithm that fits on rows), and 1,000 runs of every non-reproduction
   algorithm behind private-stats share 0.1.  Under a minute on two cores
-  (16-40 s measured); part of the test suite.
+  (about 37 s of CPU measured, with the branch pairs); part of the test suite.
+
+Both modes also audit, end to end, the pairs of :mod:`dpreg.audit.pairs`
+(:func:`~dpreg.audit.pairs.pair_names`) with the algorithm's own number of
+draws, as records with ``variant`` ``pair:<name>``.
 
 In full mode an algorithm that fits on rows (``needs_rows``) gets a tenth of
 the end-to-end draws.  Such algorithms are not run behind private
@@ -59,10 +63,11 @@ from dpreg.audit.model import (
     declared_layout,
     reproduces_fit,
 )
+from dpreg.audit.pairs import pair_names
 from dpreg.io.atomic import write_text_atomic
 from dpreg.progress import progress
 
-__all__ = ["SUMMARY_KEYS", "main", "run_audit", "write_outputs"]
+__all__ = ["SUMMARY_KEYS", "main", "no_power", "run_audit", "write_outputs"]
 
 #: Columns of the summary line and of ``audit.csv``.
 SUMMARY_KEYS = (
@@ -77,6 +82,9 @@ SUMMARY_KEYS = (
     "exact_epsilon",
     "n_samples",
     "verdict",
+    "ceiling",
+    "tightness",
+    "power",
     "lb_exceeds_claim",
     "exact_exceeds_claim",
     "lb_exceeds_exact",
@@ -115,6 +123,10 @@ def run_audit(
                 # fits on rows cost far more than fits on statistics: fewer draws
                 n_e2e = settings["rows_samples" if alg.needs_rows else "e2e_samples"]
                 add(_guarded(name, eps, None, samples=n_e2e, **kw))
+                for pair in pair_names(
+                    name, epsilon=eps, delta=delta, d=DEFAULT_D
+                ):  # pairs built to take each branch
+                    add(_guarded(name, eps, None, samples=n_e2e, pair=pair, **kw))
                 if alg.needs_rows or (settings["ps_private_only"] and alg.reproduction):
                     continue  # private pre-processing hands algorithms statistics, not rows
                 for share in settings["ps_shares"]:
@@ -145,10 +157,12 @@ def _guarded(name: str, eps: float, share: float | None, **kw: Any) -> dict[str,
         return audit_end_to_end(name, private_stats=share, **kw)
     except DPRegError as err:
         alg = ALGORITHMS[name]
+        pair = kw.get("pair", "bounds")
+        variant = None if share is None else f"private-stats-{share:g}"
         return {
             "layer": "end-to-end",
             "name": name,
-            "variant": None if share is None else f"private-stats-{share:g}",
+            "variant": f"pair:{pair}" if pair != "bounds" else variant,
             "label": "reproduction" if alg.reproduction else "private",
             "kind": "algorithm",
             "claimed_epsilon": float(eps),
@@ -157,6 +171,9 @@ def _guarded(name: str, eps: float, share: float | None, **kw: Any) -> dict[str,
             "exact_epsilon": None,
             "n_samples": 0,
             "verdict": "error",
+            "ceiling": None,
+            "tightness": None,
+            "power": "none",
             "error": str(err),
             "seed": kw.get("seed"),
         }
@@ -176,6 +193,16 @@ def _has_model(name: str, eps: float, delta: float) -> bool:
 def failing(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Records labelled ``private`` whose verdict is not ``ok``."""
     return [r for r in records if r["label"] == "private" and r["verdict"] != "ok"]
+
+
+def no_power(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records labelled ``private`` that pass with ``power == "none"``
+    (:func:`dpreg.audit.bounds.power_of`): listed by name in ``audit.md``."""
+    return [
+        r
+        for r in records
+        if r["label"] == "private" and r["verdict"] == "ok" and r.get("power") == "none"
+    ]
 
 
 def _summary(rec: dict[str, Any]) -> dict[str, Any]:
@@ -227,17 +254,35 @@ def summary_markdown(records: Sequence[dict[str, Any]], meta: dict) -> str:
         )
     if not flagged:
         lines.append("- none")
+    weak = no_power(records)
+    lines += [
+        "",
+        f"No power: {len(weak)} private record(s) pass without having detected anything "
+        "(lower bound 0) or at a sample size whose ceiling cannot exceed the claim; "
+        "they neither prove nor refute the claim (the exit status is unchanged):",
+        "",
+    ]
+    for r in weak:
+        lines.append(
+            f"- {r['name']} ({r['layer']}{', ' + r['variant'] if r.get('variant') else ''}, "
+            f"epsilon {r['claimed_epsilon']:g}): lower bound {_fmt(r['empirical_epsilon_lb'])}, "
+            f"ceiling {_fmt(r.get('ceiling'))}, {r['n_samples']} draws"
+        )
+    if not weak:
+        lines.append("- none")
     lines += [
         "",
         "| layer | target | variant | label | epsilon | delta | lower bound | exact epsilon "
-        "| verdict | draws |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| ceiling | tightness | power | verdict | draws |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in records:
         lines.append(
             f"| {r['layer']} | {r['name']} | {r.get('variant') or ''} | {r['label']} "
             f"| {r['claimed_epsilon']:g} | {r['delta']:g} | {_fmt(r['empirical_epsilon_lb'])} "
-            f"| {_fmt(r['exact_epsilon'])} | {r['verdict']} | {r['n_samples']} |"
+            f"| {_fmt(r['exact_epsilon'])} | {_fmt(r.get('ceiling'))} "
+            f"| {_fmt(r.get('tightness'))} | {r.get('power') or ''} | {r['verdict']} "
+            f"| {r['n_samples']} |"
         )
     return "\n".join(lines) + "\n"
 

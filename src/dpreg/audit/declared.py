@@ -7,7 +7,7 @@ import math
 import time
 
 from dpreg._validation import DPRegError, check_choice, check_positive_int
-from dpreg.audit.bounds import distinguishing_test, judge
+from dpreg.audit.bounds import distinguishing_test, judge, power_of
 from dpreg.audit.likelihood import direct_llr, shortcut_llr, verify_shortcut
 from dpreg.audit.model import (
     DEFAULT_D,
@@ -34,6 +34,11 @@ __all__ = [
 DEFAULT_SAMPLES = 10_000_000
 #: Direct draws per hypothesis that verify the scalar shortcut.
 CHECK_SAMPLES = 20_000
+#: Share of the draws that chooses the threshold (the rest evaluate it): the
+#: declared layer's samples are large, so a fifth is enough to find the
+#: threshold and four fifths evaluate it (tightness 0.95 on average for one
+#: Gaussian release at 10^6 draws, against 0.91 with half and half).
+SELECT_SHARE = 0.2
 
 
 def exact_epsilon_of(releases: list[Release], *, delta: float) -> tuple[float | None, float | None]:
@@ -112,13 +117,21 @@ def _run(
     else:
         llr0 = direct_llr(blocks, s0, means, seed=b0, n=samples)[0]
         llr1 = direct_llr(blocks, s1, means, seed=b1, n=samples)[0]
-    test = distinguishing_test(llr0, llr1, delta=claimed_delta)
+    test = distinguishing_test(llr0, llr1, delta=claimed_delta, select_share=SELECT_SHARE)
 
     actual = [dataclasses.replace(r, scale=r.scale * noise_factor) for r in releases]
     exact, mu = exact_epsilon_of(actual, delta=claimed_delta)
     rel_info = [_release_info(r, blocks, means) for r in actual]
     lb = test["epsilon_lb"]
     verdict = judge(lb, exact, claimed_epsilon)
+    all_gaussian = all(r.mechanism == "gaussian" for r in actual)
+    power = power_of(
+        lb,
+        claimed_epsilon,
+        test["n_selection"] + test["n_evaluation"],
+        delta=claimed_delta,
+        mu=mu if all_gaussian else None,
+    )
     return {
         "layer": "declared",
         "name": name,
@@ -129,6 +142,7 @@ def _run(
         "exact_epsilon": exact,
         "n_samples": samples,
         **verdict,
+        **power,
         "label": label_of(name, releases),
         "kind": "mechanism" if name in MECHANISMS else "algorithm",
         "gdp_mu": mu,

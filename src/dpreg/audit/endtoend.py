@@ -31,7 +31,8 @@ audited on a fixed dataset of ``2000 d`` rows inside the bounds instead.  For pr
 pre-processing the declared public ranges are ``[-1, 1]`` for every column
 and for ``y``, and the added row is the corner ``(1, .., 1)``, ``y = 1``,
 which moves the column sums, sums of squares and the y sum at their full
-sensitivities.
+sensitivities.  Some algorithms get further pairs, built to take branches
+this pair never reaches (``pair=...``; :mod:`dpreg.audit.pairs`).
 
 Test statistic
 --------------
@@ -39,7 +40,8 @@ Nothing about the output's law is assumed.  A quarter of the draws of each
 hypothesis (the *fitting* part) estimates, per released coordinate, the
 means under ``D`` and ``D'`` and the pooled variance; exact duplicate
 coordinates (mirrored triangles) are dropped, and a NaN becomes 0 plus an
-indicator coordinate.  The statistic is the sum over releases of
+indicator coordinate (for the coordinates NaN in some fitting draw of either
+dataset; the same coordinates for every draw the statistic sees).  The statistic is the sum over releases of
 
 * Gaussian or unknown releases: ``sum_j Delta_j (o_j - (m0_j + m1_j)/2) / v_j``
   (the log-likelihood ratio of independent Gaussian coordinates; with no
@@ -53,6 +55,13 @@ The remaining draws go to :func:`~dpreg.audit.bounds.distinguishing_test`
 see the draws the bound is computed on and the Clopper-Pearson bound is
 valid whatever the statistic.
 
+Power
+-----
+Each record carries ``ceiling``, ``tightness`` and ``power``
+(:func:`dpreg.audit.bounds.power_of`, at the number of draws the
+distinguishing test sees; the ceiling is the Gaussian-DP profile's when every
+release is Gaussian).
+
 Claims and exact epsilon
 ------------------------
 The claim is the run's total ``(epsilon, delta)`` (``delta = 0`` when every
@@ -63,7 +72,6 @@ release is Laplace); ``exact_epsilon`` is
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -72,8 +80,9 @@ import numpy as np
 
 from dpreg._validation import DPRegError, check_positive_int
 from dpreg.algorithms import ALGORITHMS
-from dpreg.audit.bounds import ALPHA, distinguishing_test, judge, round_llr
+from dpreg.audit.bounds import ALPHA, distinguishing_test, judge, power_of, round_llr
 from dpreg.audit.model import DEFAULT_D, PRIVATE_ALGORITHMS, base_rows, label_of
+from dpreg.audit.pairs import PAIRS, candidate_pairs, neighbouring_rows
 from dpreg.preprocess import (
     ArraySource,
     PublicRanges,
@@ -89,7 +98,7 @@ from dpreg.privacy import mechanisms as mech
 from dpreg.privacy.mechanisms import Release
 from dpreg.seeding import seed_sequence
 
-__all__ = ["E2E_SAMPLES", "audit_end_to_end", "observation_statistic"]
+__all__ = ["E2E_SAMPLES", "audit_end_to_end", "neighbouring_rows", "observation_statistic"]
 
 #: Fits per hypothesis of the end-to-end layer (full mode).
 E2E_SAMPLES = 200_000
@@ -101,44 +110,23 @@ _VAR_FLOOR = 1e-30
 
 
 # --------------------------------------------------------------------------
-# neighbouring rows
-# --------------------------------------------------------------------------
-def _added_row(releases: list[Release], d: int) -> np.ndarray:
-    if any(r.mechanism == "laplace" for r in releases):
-        return np.full(d, 1.0 / math.sqrt(d))
-    return np.eye(d)[0]
-
-
-def neighbouring_rows(
-    releases: list[Release],
-    *,
-    d: int,
-    neighbouring: str = "add/remove",
-    base: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-    """``((X, y), (X', y'))``: ``D`` and ``D'`` differing in one row at the bounds.
-
-    ``base`` is ``D`` (default: ``e_2 .. e_d`` twice each).
-    """
-    X, y = base_rows(d) if base is None else base
-    x = _added_row(releases, d)
-    if neighbouring == "replace-one":
-        X1, y1 = X.copy(), y.copy()
-        X1[-1], y1[-1] = x, 1.0
-        return (X, y), (X1, y1)
-    return (X, y), (np.vstack([X, x]), np.append(y, 1.0))
-
-
-# --------------------------------------------------------------------------
 # the statistic
 # --------------------------------------------------------------------------
-def _flatten(values: np.ndarray, n: int) -> np.ndarray:
+def _flatten(values: np.ndarray, n: int, cols: np.ndarray) -> np.ndarray:
+    """Rows of ``values`` as vectors, NaN as 0, plus an indicator of NaN for each
+    column in ``cols`` (the same columns for every sample a statistic sees)."""
     arr = np.asarray(values, dtype=float).reshape(n, -1)
     nan = np.isnan(arr)
-    if nan.any():
-        cols = nan.any(axis=0)
+    if nan.any() or cols.any():
         arr = np.hstack([np.where(nan, 0.0, arr), nan[:, cols].astype(float)])
     return arr
+
+
+def _nan_columns(*samples: np.ndarray) -> np.ndarray:
+    """Columns that are NaN in some draw of any of the fitting samples."""
+    return np.logical_or.reduce(
+        [np.isnan(np.asarray(v, dtype=float).reshape(len(v), -1)).any(axis=0) for v in samples]
+    )
 
 
 def observation_statistic(
@@ -154,8 +142,9 @@ def observation_statistic(
     """
     parts = []
     for name in fit0:
-        a0 = _flatten(fit0[name], len(fit0[name]))
-        a1 = _flatten(fit1[name], len(fit1[name]))
+        cols = _nan_columns(fit0[name], fit1[name])
+        a0 = _flatten(fit0[name], len(fit0[name]), cols)
+        a1 = _flatten(fit1[name], len(fit1[name]), cols)
         both = np.vstack([a0, a1])
         _, keep = np.unique(both.T, axis=0, return_index=True)
         keep = np.sort(keep)
@@ -164,17 +153,17 @@ def observation_statistic(
             m0, m1 = np.median(a0, axis=0), np.median(a1, axis=0)
             b = 0.5 * (np.mean(np.abs(a0 - m0), axis=0) + np.mean(np.abs(a1 - m1), axis=0))
             b = np.maximum(b, _VAR_FLOOR)
-            parts.append(("laplace", keep, m0, m1, b))
+            parts.append(("laplace", cols, keep, m0, m1, b))
         else:
             m0, m1 = a0.mean(axis=0), a1.mean(axis=0)
             v = 0.5 * (a0.var(axis=0) + a1.var(axis=0))
             v = np.maximum(v, _VAR_FLOOR)
-            parts.append(("gaussian", keep, m0, m1, v))
+            parts.append(("gaussian", cols, keep, m0, m1, v))
 
     def stat(observed: Mapping[str, np.ndarray]) -> np.ndarray:
         total = None
-        for name, (fam, keep, m0, m1, s) in zip(fit0, parts, strict=True):
-            o = _flatten(observed[name], len(observed[name]))[:, keep]
+        for name, (fam, cols, keep, m0, m1, s) in zip(fit0, parts, strict=True):
+            o = _flatten(observed[name], len(observed[name]), cols)[:, keep]
             if fam == "laplace":
                 val = np.sum((np.abs(o - m0) - np.abs(o - m1)) / s, axis=1)
             else:
@@ -220,29 +209,15 @@ def _regression_draws(
     return {k: np.concatenate(v) for k, v in out.items()}
 
 
-def _large_rows(d: int, n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """A bigger fixed dataset inside the bounds (default ``2000 d`` rows), for
-    algorithms that need many rows: subsample-and-aggregate ones such as
-    TukeyEM pass their safety test at epsilon 1 from about this size, so the
-    audit sees their released estimates and not only refusals."""
-    n = 2000 * d if n is None else int(n)
-    rng = np.random.default_rng(20200601)
-    X = rng.standard_normal((n, d))
-    X *= (rng.uniform(0.2, 1.0, n) / np.linalg.norm(X, axis=1))[:, None]
-    y = np.clip(X @ np.linspace(0.5, -0.5, d) + 0.1 * rng.standard_normal(n), -1.0, 1.0)
-    return X, y
-
-
-def _regression_pair(alg, *, d, epsilon, delta, samples, rho, seeds):
-    """Captured releases on ``D`` and ``D'``: the small dataset, or the bigger one
-    when the algorithm refuses the small one (e.g. too few rows for its models)."""
+def _regression_pair(alg, *, d, epsilon, delta, samples, rho, seeds, pair="bounds"):
+    """Captured releases on ``D`` and ``D'``: the pair ``pair``, or for ``bounds`` the
+    small dataset, or the bigger one when the algorithm refuses the small one (e.g.
+    too few rows for its models)."""
     last: DPRegError | None = None
-    for base in (base_rows(d), _large_rows(d)):
-        n0 = base[0].shape[0]
-        releases = alg.releases(epsilon=epsilon, delta=delta, d=d, rho=rho, n=n0)
-        (X0, y0), (X1, y1) = neighbouring_rows(
-            releases, d=d, neighbouring=alg.neighbouring, base=base
-        )
+    for (X0, y0), (X1, y1) in candidate_pairs(
+        alg, d=d, epsilon=epsilon, delta=delta, rho=rho, pair=pair
+    ):
+        releases = alg.releases(epsilon=epsilon, delta=delta, d=d, rho=rho, n=X0.shape[0])
         st0, st1 = SuffStats.from_arrays(X0, y0), SuffStats.from_arrays(X1, y1)
         kw = {"epsilon": epsilon, "delta": delta, "n": samples, "rho": rho}
         try:
@@ -345,6 +320,7 @@ def audit_end_to_end(
     private_stats: float | None = None,
     rho: float = 0.05,
     alpha: float = ALPHA,
+    pair: str = "bounds",
 ) -> dict[str, Any]:
     """Audit one private algorithm (optionally behind private pre-processing) end to end.
 
@@ -368,6 +344,9 @@ def audit_end_to_end(
         AdaSSP's failure probability.
     alpha : float
         Error probability of the lower bound.
+    pair : str
+        ``bounds`` (the pair described above) or a pair of
+        :data:`dpreg.audit.pairs.PAIRS` for ``name`` (on the rows directly).
 
     Returns
     -------
@@ -382,16 +361,32 @@ def audit_end_to_end(
         raise DPRegError(
             f"unknown end-to-end audit target {name!r}; allowed: {', '.join(PRIVATE_ALGORITHMS)}"
         )
+    if pair != "bounds" and (pair not in PAIRS.get(name, {}) or private_stats is not None):
+        allowed = ", ".join(["bounds", *PAIRS.get(name, {})])
+        raise DPRegError(
+            f"pair {pair!r} is not an end-to-end pair of {name!r}"
+            + (" behind private pre-processing" if private_stats is not None else "")
+            + f"; allowed: {'bounds' if private_stats is not None else allowed}"
+        )
     samples = check_positive_int(samples, "samples", minimum=40)
     d = check_positive_int(d, "d", minimum=2)
     alg = ALGORITHMS[name]
     t0 = time.perf_counter()
     variant = None if private_stats is None else f"private-stats-{private_stats:g}"
+    if pair != "bounds":
+        variant = f"pair:{pair}"
     ss = seed_sequence(seed, "audit-e2e", name, float(epsilon), float(delta), d, variant or "-")
     s0, s1 = ss.spawn(2)
     if private_stats is None:
         out0, out1, releases, added, mismatches = _regression_pair(
-            alg, d=d, epsilon=epsilon, delta=delta, samples=samples, rho=rho, seeds=(s0, s1)
+            alg,
+            d=d,
+            epsilon=epsilon,
+            delta=delta,
+            samples=samples,
+            rho=rho,
+            seeds=(s0, s1),
+            pair=pair,
         )
     else:
         spec = VariantSpec.from_dict(
@@ -422,6 +417,17 @@ def audit_end_to_end(
     exact = (
         None if total is None or total["exact_epsilon"] is None else float(total["exact_epsilon"])
     )
+    private = [r for r in releases if r.mechanism != "none"]
+    gaussian = bool(private) and all(r.mechanism == "gaussian" for r in private)
+    mu = None if total is None or not gaussian else total["gdp_mu"]
+    power = power_of(
+        test["epsilon_lb"],
+        float(epsilon),
+        test["n_selection"] + test["n_evaluation"],
+        delta=claimed_delta,
+        mu=None if mu is None else float(mu),  # type: ignore[arg-type]
+        alpha=alpha,
+    )
     return {
         "layer": "end-to-end",
         "name": name,
@@ -433,12 +439,13 @@ def audit_end_to_end(
         "empirical_epsilon_lb": test["epsilon_lb"],
         "exact_epsilon": exact,
         **judge(test["epsilon_lb"], exact, float(epsilon)),
+        **power,
         "n_samples": int(samples),
         "seed": seed,
         "d": d,
         "observed": sorted(out0),
         "releases": [r.as_dict() for r in releases],
-        "pair": {"added_x": [float(v) for v in added], "added_y": 1.0},
+        "pair": {"name": pair, "added_x": [float(v) for v in added], "added_y": 1.0},
         # dpreg.privacy.drawcheck: [] when the fit draws exactly what its releases declare
         "draw_check": mismatches,
         "test": test,
