@@ -51,7 +51,7 @@ ENTRIES = [
         release_fn=_no_releases,
         fit_fn=_fit_trivial,
         stacks_runs=True,
-        style=Style("0.5", ":"),
+        style=Style("0.5", ":", "."),
         reference="predicts the centred target's mean (0)",
     ),
     Algorithm(
@@ -61,7 +61,7 @@ ENTRIES = [
         calibration="none",
         release_fn=_no_releases,
         fit_fn=_fit_ols,
-        style=Style("tab:brown", "-."),
+        style=Style("darkslategray", "-.", "d"),
         reference="ordinary least squares",
     ),
     Algorithm(
@@ -73,7 +73,7 @@ ENTRIES = [
         fit_fn=_fit_ridge,
         stacks_runs=True,
         has_lambda=True,
-        style=Style("black", "--"),
+        style=Style("black", ":", "d"),
         reference="(XᵀX + I)⁻¹Xᵀy, Wang (2018)'s non-private baseline",
     ),
 ]
