@@ -20,7 +20,6 @@ from __future__ import annotations
 import numpy as np
 
 from dpreg._validation import DPRegError
-
 from dpreg.algorithms.base import Algorithm, Style
 from dpreg.algorithms.fits import FitOptions, FitResult, PendingSolve, finish
 from dpreg.preprocess.stats import SuffStats
