@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import LogFormatter
+from matplotlib.ticker import FuncFormatter
 
 from dpreg._validation import DPRegError
 from dpreg.report.figures import (
@@ -252,10 +252,10 @@ def plot_ratio(
                     continue
                 handles.setdefault(line.label, _draw(ax, sub, line, twins, flags))
             ax.axhline(1.0, color="0.2", lw=1.0, zorder=1)
-            off = _limits(ax, part, lines)
-            flags["offscale"] = flags.get("offscale", 0) + off
             ax.set_xscale("log")
             ax.set_yscale("log", nonpositive="mask")
+            off = _limits(ax, part, lines)  # after the scale: it sets the tick labels
+            flags["offscale"] = flags.get("offscale", 0) + off
             ax.grid(True, which="major", alpha=0.3, lw=0.6)
             n_d = dataset_info.get(ds)
             name = f"{ds} (n={int(n_d[0])}, d={int(n_d[1])})" if n_d else ds
@@ -283,8 +283,8 @@ def _limits(ax, part: pd.DataFrame, lines: Sequence[_Line]) -> int:
     hi = min(max(y.max(), 1.0) * 1.25, RATIO_CAP)
     ax.set_ylim(lo, hi)
     # plain numbers (0.6, 1, 2), not powers of ten: a ratio is read as a factor
-    ax.yaxis.set_major_formatter(LogFormatter(labelOnlyBase=False))
-    ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1.5, 0.6)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(_minor_label(hi / lo)))
     count = 0
     for line in lines:
         sub = part[part["algorithm"] == line.algorithm]
@@ -299,6 +299,17 @@ def _limits(ax, part: pd.DataFrame, lines: Sequence[_Line]) -> int:
                 )  # fmt: skip
                 count += int(mask.sum())
     return count
+
+
+def _minor_label(span: float):
+    """Minor tick labels: all of them on a short axis, else only 2, 3 and 5 (x 10^k)."""
+    keep = range(1, 10) if span < 4 else (2, 3, 5)
+
+    def label(v: float, _pos) -> str:
+        lead = round(v / 10 ** np.floor(np.log10(v))) if v > 0 else 0
+        return f"{v:g}" if lead in keep else ""
+
+    return label
 
 
 def _ylabel(statistic, reference, reference_variant) -> str:
