@@ -70,3 +70,17 @@ def test_bad_folds_are_named(folds):
     X, y = data(300, 3, 0.5, 6)
     with pytest.raises(DPRegError, match=r"ridge-cv: folds must be an integer in \[2, n=300\]"):
         ridge_cv_lambda(X, y, folds)
+
+
+def test_fewer_rows_than_folds_leave_one_out_and_one_row_least_squares():
+    entry = ALGORITHMS["ridge-cv"]
+    X, y = data(3, 2, 0.5, 7)
+    out = entry.fit(SuffStats.from_arrays(X, y), epsilon=1.0, delta=1e-6, rng=None, rows=(X, y))
+    assert out.lam[0] == ridge_cv_lambda(X, y, 3)[0]
+    one = entry.fit(SuffStats.from_arrays(X[:1], y[:1]), epsilon=1.0, delta=1e-6, rng=None,
+                    rows=(X[:1], y[:1]))  # fmt: skip
+    np.testing.assert_allclose(one.theta[0], np.linalg.pinv(X[:1]) @ y[:1], rtol=1e-10)
+    assert one.lam[0] == 0.0
+    with pytest.raises(DPRegError, match="ridge-cv: folds must be an integer >= 2, got 1"):
+        entry.fit(SuffStats.from_arrays(X, y), epsilon=1.0, delta=1e-6, rng=None, rows=(X, y),
+                  params={"folds": 1})  # fmt: skip

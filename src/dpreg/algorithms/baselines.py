@@ -85,9 +85,17 @@ def ridge_cv_lambda(X: np.ndarray, y: np.ndarray, folds: int) -> tuple[float, np
 
 
 def _fit_ridge_cv(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResult:
-    """Ridge with lambda from K-fold CV on the training rows (:func:`ridge_cv_lambda`)."""
+    """Ridge with lambda from K-fold CV on the training rows (:func:`ridge_cv_lambda`).
+
+    Fewer rows than folds: leave-one-out (K = n); a single row cannot be
+    cross-validated and gets lambda = 0 (minimum-norm least squares).
+    """
     X, y = opts.rows  # type: ignore[misc]
-    lam, _ = ridge_cv_lambda(np.asarray(X, float), np.asarray(y, float), opts.params["folds"])
+    folds = opts.params["folds"]
+    if isinstance(folds, bool) or not isinstance(folds, int | np.integer) or folds < 2:
+        raise DPRegError(f"ridge-cv: folds must be an integer >= 2, got {folds!r}")
+    k = min(int(folds), stats.n)
+    lam = ridge_cv_lambda(np.asarray(X, float), np.asarray(y, float), k)[0] if k >= 2 else 0.0
     theta = np.linalg.lstsq(stats.offset_xtx(lam), stats.xty, rcond=None)[0]
     ok = bool(np.all(np.isfinite(theta)))
     size = opts.size
