@@ -138,6 +138,7 @@ def _draw_line(ax, rows: pd.DataFrame, line: _Line, stat: str, top: float, flags
         mfc=line.color if line.fill == "full" else "white",
         mfcalt="white",
         mec=line.color,
+        mew=1.8 if line.marker in ("+", "x") else 1.0,  # line markers: thick enough to see
         zorder=1.5 if line.reference else 2,
     )
     if off.any():

@@ -164,6 +164,7 @@ def _draw(ax, rows: pd.DataFrame, line: _Line, twin_of: dict, flags: dict):
         mfc=line.color if line.fill == "full" else "white",
         mfcalt="white",
         mec=line.color,
+        mew=1.8 if line.marker in ("+", "x") else 1.0,  # line markers: thick enough to see
         zorder=1.5 if line.reference else 2,
     )
     rate = rows["pass_rate"].to_numpy(float)
