@@ -25,7 +25,7 @@ from dpreg.data.prepared import read_prepared_meta  # noqa: E402
 from dpreg.inference.claims import bootstrap_settings  # noqa: E402
 from dpreg.io.tables import read_table, write_table  # noqa: E402
 from dpreg.io.trials import read_trials, trial_file_columns  # noqa: E402
-from dpreg.report.figures import plot_experiment  # noqa: E402
+from dpreg.report.ratios import draw_figure  # noqa: E402
 from dpreg.report.summary import SUMMARY_TRIAL_COLUMNS, summarise  # noqa: E402
 
 # --- the table --------------------------------------------------------------
@@ -67,8 +67,11 @@ for name, path in zip(plot["datasets"], smk.input.metas, strict=True):
     meta = read_prepared_meta(path)  # its checksum verified
     dataset_info[name] = (meta["n"], meta["d"])
 
-plot_experiment(
+# the figure's kind (lines, or ratios to a reference): from params when the rule passes it
+figure = smk.params.get("figure", None) or experiment.get("figure")
+draw_figure(
     read_table(smk.output.table),  # the numbers as written (rounded), as a reader sees them
+    figure=figure,
     experiment=plot["experiment"],
     title=plot["title"],
     dataset_info=dataset_info,

@@ -391,7 +391,7 @@ ENTRIES = [
         "AdaOPS (posterior, valid cap)",
         True,
         True,
-        Style("limegreen", "-.", "X"),
+        Style("limegreen", "-.", "*"),
         "adaops.m with a posterior sample and the cap min(√n B_Y/(2√(c+λ)), n B_X B_Y/h)",
     ),
 ]

@@ -140,7 +140,7 @@ ENTRIES = [
         noise_kinds=_WANG,
         has_lambda=True,
         reproduction=True,
-        style=Style("tab:orange"),
+        style=Style("tab:orange", ":", "o"),
         reference="Wang (2018) Alg. 2 as in AdaSSP.m: (G+Gᵀ)/2 noise, s = sqrt(ln(6/δ))/(ε/3)",
     ),
     Algorithm(
@@ -153,7 +153,7 @@ ENTRIES = [
         stacks_runs=True,
         noise_kinds=_SYM,
         has_lambda=True,
-        style=Style("tab:blue"),
+        style=Style("tab:blue", "--", "o"),
         reference="Kalaja (2020) Alg. 3: classical Gaussian at (ε/3, δ/3)",
     ),
     Algorithm(
@@ -166,7 +166,7 @@ ENTRIES = [
         stacks_runs=True,
         noise_kinds=_SYM,
         has_lambda=True,
-        style=Style("tab:purple"),
+        style=Style("tab:purple", "-.", "o"),
         reference="AdaSSP with the analytic Gaussian at (ε/3, δ/3) (Balle & Wang 2018)",
     ),
     Algorithm(
@@ -179,7 +179,7 @@ ENTRIES = [
         stacks_runs=True,
         noise_kinds=_SYM,
         has_lambda=True,
-        style=Style("tab:cyan"),
+        style=Style("tab:cyan", "-", "h"),
         reference="AdaSSP with exact μ-GDP accounting (Dong, Roth & Su 2019)",
     ),
 ]

@@ -81,7 +81,7 @@ ENTRIES = [
         calibration="laplace",
         release_fn=_releases,
         fit_fn=_fit,
-        style=Style("tab:pink"),
+        style=Style("tab:pink", "-.", "p"),
         reference="Zhang et al. (2012), Laplace noise on the objective's coefficients",
     ),
 ]

@@ -433,7 +433,7 @@ ENTRIES = [
         needs_rows=True,
         has_lambda=True,
         hyperparameters={"k": 5, "T": 100},
-        style=Style("darkviolet", "-", ">"),
+        style=Style("darkviolet", "--", ">"),
         reference="Dick, Gillenwater & Joseph (NeurIPS 2023): DPKendall top-k (ε/20), then "
         "their BoostedAdaSSP (T = 100, exact GDP μ) at (0.95ε, δ) on k = min(5, d)",
     ),

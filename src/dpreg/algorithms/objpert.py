@@ -286,7 +286,7 @@ ENTRIES = [
         release_fn=_releases_kst,
         fit_fn=_fit_kst,
         has_lambda=True,
-        style=Style("chocolate", "--", "^"),
+        style=Style("chocolate", "--", "v"),
         reference="Kifer, Smith & Thakurta (2012) Alg. 1 on the ball: ridge 2B_X²/ε, sd L√(2ℓ+ε)/ε",
     ),
 ]

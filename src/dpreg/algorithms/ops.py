@@ -249,7 +249,7 @@ ENTRIES = [
         "OPS-balanced (Wang's code)",
         "balanced",
         False,
-        Style("darkcyan", "-", "o"),
+        Style("darkcyan", "-", "H"),
         _CODE.format(f="OPS_epsdelta_balanced.m", r="balanced"),
     ),
     _entry(
@@ -257,7 +257,7 @@ ENTRIES = [
         "OPS-balanced (posterior)",
         "balanced",
         True,
-        Style("mediumturquoise", "--", "o"),
+        Style("mediumturquoise", "--", "H"),
         _POST.format(r="balanced"),
     ),
     _entry(

@@ -115,7 +115,7 @@ ENTRIES = [
         release_fn=_releases,
         fit_fn=_fit,
         needs_rows=True,
-        style=Style("tab:brown", "-", "v"),
+        style=Style("rosybrown", ":", "p"),
         reference="Holohan, Braghin, Mac Aonghusa & Levacher 2019 (diffprivlib); "
         "Zhang et al. 2012 (the functional mechanism it implements)",
         requires=(_NAME,),

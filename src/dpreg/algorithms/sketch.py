@@ -441,7 +441,7 @@ ENTRIES = [
         fit_fn=_fit_ihm,
         needs_rows=True,
         hyperparameters={"T": 3},
-        style=Style("crimson", "-", "D"),
+        style=Style("crimson", "--", "d"),
         reference="Lev et al. (2026) IHM, T = 3, k = 6 max(d, ln(4T/ρ)), ρ = δ/10 (HessianMix)",
     ),
 ]

@@ -162,7 +162,7 @@ ENTRIES = [
         stacks_runs=True,
         noise_kinds=("full", "vector"),
         reproduction=True,
-        style=Style("tab:red"),
+        style=Style("tab:red", "-", "+"),
         reference="Wang (2018) SSP.m: non-symmetric noise, s = sqrt(ln(4/δ))/ε",
     ),
     Algorithm(
@@ -174,7 +174,7 @@ ENTRIES = [
         fit_fn=_fit_ssp,
         stacks_runs=True,
         noise_kinds=("symmetric", "vector"),
-        style=Style("tab:green"),
+        style=Style("tab:green", "--", "+"),
         reference="Kalaja (2020) Alg. 1: classical Gaussian at (ε/2, δ/2), symmetric noise",
     ),
     Algorithm(
@@ -186,7 +186,7 @@ ENTRIES = [
         fit_fn=_fit_ssp,
         stacks_runs=True,
         noise_kinds=("symmetric", "vector"),
-        style=Style("tab:olive"),
+        style=Style("tab:olive", ":", "+"),
         reference="SSP with exact μ-GDP accounting (Dong, Roth & Su 2019)",
     ),
 ]

@@ -441,7 +441,7 @@ ENTRIES = [
         hyperparameters={"m": "auto"},
         neighbouring="replace-one",
         bound_free=True,
-        style=Style("darkgoldenrod", "-", "s"),
+        style=Style("darkgoldenrod", "-", "X"),
         reference="Amin et al. (2023) TukeyEM; PTR noised with Lap(2/ε); m = n/(2d) by default",
     ),
     Algorithm(
@@ -456,7 +456,7 @@ ENTRIES = [
         hyperparameters={"m": "n/d"},
         neighbouring="replace-one",
         bound_free=True,
-        style=Style("gold", ":", "s"),
+        style=Style("gold", ":", "X"),
         reference="TukeyEM with the most models OLS allows (batches of d rows)",
     ),
     Algorithm(
@@ -471,7 +471,7 @@ ENTRIES = [
         hyperparameters={"m": "n/4d"},
         neighbouring="replace-one",
         bound_free=True,
-        style=Style("peru", "-.", "s"),
+        style=Style("peru", "--", "X"),
         reference="TukeyEM with fewer, better-fitted models (batches of 4d rows)",
     ),
     Algorithm(
@@ -487,7 +487,7 @@ ENTRIES = [
         hyperparameters={"m": "auto"},
         neighbouring="replace-one",
         bound_free=True,
-        style=Style("goldenrod", "--", "s"),
+        style=Style("goldenrod", "-.", "X"),
         reference="google-research dp_regression/tukey.py: Lap(scale=ε/2) test, depth off by one",
     ),
 ]

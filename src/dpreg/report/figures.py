@@ -6,20 +6,23 @@ log-log axes, test MSE over all folds and noise repeats against epsilon.
 - The line is the *median* test MSE with the interquartile range as a band
   (robust to the heavy-tailed errors of unstable algorithms), or the *mean*
   where an experiment asks for it (the thesis' Figs. 4.1 and 4.2 plot means;
-  config key ``statistic``).  Error bars give the bootstrap confidence
+  config key ``statistic``), drawn without a band: quartiles describe the
+  median, not the mean.  Every plotted point has a marker.  Error bars give the bootstrap confidence
   interval of the plotted statistic (:mod:`dpreg.inference.bootstrap`), so a reader sees
   whether two lines differ beyond resampling noise.
 - Robust axes: a value above ``cap`` times the trivial predictor's error is
   not allowed to stretch the axis; it is drawn as a triangle on the panel's
   top edge, and the panel states how many points are off scale.
-- Non-private references (ridge, trivial, OLS) are drawn without a band in
-  their registry style; a reference whose curve differs between the variants
-  of a figure is drawn once per variant and labelled so: in the variant's
-  colour when the figure compares one algorithm across variants, else with
-  its own dash pattern.  A reference that is the same under every variant is
-  drawn once.
+- Non-private references (ridge, trivial, OLS, cross-validated ridge) are
+  drawn without a band in their registry style; a reference whose curve
+  differs between the variants of a figure is drawn once per variant and
+  labelled so: in the variant's colour when the figure compares one algorithm
+  across variants, else with the variant's marker fill.  A reference that is
+  the same under every variant is drawn once.
 - Labels, colours, line styles and markers come from the algorithm registry
-  (:data:`dpreg.algorithms.ALGORITHMS`: ``label`` and ``style``).  Open
+  (:data:`dpreg.algorithms.ALGORITHMS`: ``label`` and ``style``), the same
+  in every figure; under several variants the marker fill tells the variant
+  (:data:`dpreg.report.lines.VARIANT_FILLS`).  Open
   circles mark points where some release was outside its calibration's
   proven validity (the trial table's ``outside_validity``), crosses points
   where some trials failed.
@@ -74,6 +77,7 @@ class _PanelFlags:
     failed: bool = False
     all_failed: bool = False
     interval: bool = False
+    band: bool = False
     offscale: int = 0
 
 
@@ -102,8 +106,10 @@ def _draw_line(ax, rows: pd.DataFrame, line: _Line, stat: str, top: float, flags
     off = np.isfinite(y) & (y > top)
     shown = np.where(off, np.nan, y)
     if not line.reference:
-        lo_q, hi_q = rows["mse_q25"].to_numpy(dtype=float), rows["mse_q75"].to_numpy(dtype=float)
-        ax.fill_between(eps, lo_q, np.minimum(hi_q, top), color=line.color, alpha=0.12, lw=0)
+        if stat == "mse_median":  # quartiles go with the median, never around a mean
+            lo_q, hi_q = rows["mse_q25"].to_numpy(float), rows["mse_q75"].to_numpy(float)
+            ax.fill_between(eps, lo_q, np.minimum(hi_q, top), color=line.color, alpha=0.1, lw=0)
+            flags.band = True
         lo_col, hi_col = f"{stat}_lo", f"{stat}_hi"
         if lo_col in rows and hi_col in rows:
             lo, hi = rows[lo_col].to_numpy(dtype=float), rows[hi_col].to_numpy(dtype=float)
@@ -126,8 +132,13 @@ def _draw_line(ax, rows: pd.DataFrame, line: _Line, stat: str, top: float, flags
         color=line.color,
         ls=line.linestyle,
         lw=1.4 if line.reference else 1.6,
-        marker=line.marker or None,
-        ms=4,
+        marker=line.marker or "o",
+        ms=5,
+        fillstyle=line.fill,
+        mfc=line.color if line.fill == "full" else "white",
+        mfcalt="white",
+        mec=line.color,
+        mew=1.8 if line.marker in ("+", "x") else 1.0,  # line markers: thick enough to see
         zorder=1.5 if line.reference else 2,
     )
     if off.any():
@@ -182,10 +193,11 @@ def _mark(ax, eps, y, flag, colour, marker: str) -> bool:
 
 def _set_limits(ax, part: pd.DataFrame, stat: str, top: float, flags: _PanelFlags) -> None:
     """Log y-limits from the values on scale; the top edge is the cap when points are off it."""
-    cols = [c for c in (stat, "mse_q25", f"{stat}_lo") if c in part]
+    quartiles = stat == "mse_median"  # drawn only around a median
+    cols = [c for c in (stat, "mse_q25" if quartiles else stat, f"{stat}_lo") if c in part]
     vals = part[cols].to_numpy(dtype=float).ravel()
     vals = vals[np.isfinite(vals) & (vals > 0) & (vals <= top)]
-    highs = [c for c in (stat, f"{stat}_hi", "mse_q75") if c in part]
+    highs = [c for c in (stat, f"{stat}_hi", "mse_q75" if quartiles else stat) if c in part]
     hi_vals = part[highs].to_numpy(dtype=float).ravel()
     hi_vals = hi_vals[np.isfinite(hi_vals) & (hi_vals > 0) & (hi_vals <= top)]
     if not vals.size:
@@ -249,7 +261,8 @@ def _legend(
     fig, handles: dict, flags: _PanelFlags, stat: str, level: float | None, cap, note=None
 ) -> None:
     legend = dict(handles)
-    legend["band: interquartile range"] = _proxy(marker="s", ms=8, mfc="0.85", mec="0.85")
+    if flags.band:
+        legend["band: interquartile range"] = _proxy(marker="s", ms=8, mfc="0.85", mec="0.85")
     if flags.interval:
         what = f"{level:.0%} " if level else ""
         legend[f"bars: {what}bootstrap CI of the {stat}"] = Line2D(

@@ -4,8 +4,9 @@ Labels, colours, line styles and markers come from the algorithm registry
 (:data:`dpreg.algorithms.ALGORITHMS`: ``label`` and ``style``), with
 fallbacks for names it does not hold (old tables).  A
 private algorithm is one line per variant; a non-private reference is drawn
-once, or once per variant (in its own dash patterns) when its curves differ
-between the variants of a figure (:func:`_private_lines`,
+once, or once per variant when its curves differ between the variants of a
+figure; an algorithm keeps its registry style in every figure, the marker fill
+tells variants apart (:func:`_private_lines`,
 :func:`_reference_lines`).
 """
 
@@ -23,27 +24,43 @@ from matplotlib import colormaps
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS
 
-__all__ = ["algorithm_label", "algorithm_style", "is_reference", "panel_grid"]
+__all__ = [
+    "VARIANT_FILLS",
+    "VARIANT_LOOKS",
+    "algorithm_label",
+    "algorithm_style",
+    "is_reference",
+    "panel_grid",
+    "variant_look",
+]
 
 
-#: Styles of names the registry does not hold (old tables).
+#: Styles of names the registry does not hold (old tables); every one has a marker.
 _FALLBACK_STYLES: dict[str, tuple[str, str, str]] = {
-    "ridge": ("black", "--", ""),
-    "trivial": ("0.5", ":", ""),
-    "ols": ("tab:brown", "-.", ""),
+    "ridge": ("black", ":", "d"),
+    "trivial": ("0.5", ":", "."),
+    "ols": ("darkslategray", "-.", "d"),
 }
+_FALLBACK_STYLE = ("0.3", "-", "o")
 _NON_PRIVATE_FALLBACK = frozenset({"ridge", "trivial", "ols"})
 
-#: Dash patterns of a reference drawn once per variant (curves differ), by the
-#: reference's own line style: dashed shapes for a dashed reference (ridge),
-#: dotted ones for a dotted one (trivial), dash-dot ones otherwise (OLS).
-_VARIANT_DASHES: dict[str, list[Any]] = {
-    "--": ["--", (0, (9, 2, 2, 2)), (0, (2.5, 1.5)), (0, (12, 3)), (0, (6, 2, 2, 2, 2, 2))],
-    ":": [":", (0, (1, 3.5)), (0, (0.5, 1)), (0, (1, 1.5, 1, 4)), (0, (2, 1, 0.5, 1))],
-    "-.": ["-.", (0, (10, 2, 1, 2)), (0, (4, 2, 1, 2, 1, 2)), (0, (6, 1.5, 1, 1.5))],
-}
-#: Line styles of a private algorithm under the variants of a figure.
-_VARIANT_STYLES: list[Any] = ["-", (0, (6, 2)), (0, (1, 1.2)), (0, (6, 2, 1, 2)), (0, (3, 3))]
+#: Marker fill of an algorithm's curve under the k-th variant of a figure: the
+#: colour, marker and line style stay the registry's (identical in every
+#: figure), the fill tells the variants apart, in greyscale too.
+VARIANT_FILLS: tuple[str, ...] = ("full", "none", "left", "bottom", "right", "top")
+
+#: (marker, line style) of the k-th variant when the curves *are* the variants
+#: (one algorithm compared across variants): distinct in greyscale.
+VARIANT_LOOKS: tuple[tuple[str, str], ...] = (
+    ("o", "-"),
+    ("s", "--"),
+    ("^", "-."),
+    ("D", ":"),
+    ("v", "-"),
+    ("P", "--"),
+    ("X", "-."),
+    ("*", ":"),
+)
 
 
 # --------------------------------------------------------------------------
@@ -73,12 +90,16 @@ def algorithm_label(algorithm: str) -> str:
 
 
 def algorithm_style(algorithm: str) -> tuple[Any, Any, str]:
-    """(colour, line style, marker) from the registry's ``style`` (else a fallback)."""
+    """(colour, line style, marker) from the registry's ``style`` (else a fallback).
+
+    An entry without a marker (a plug-in) is drawn with circles: every
+    plotted point has a marker.
+    """
     spec = _registry().get(algorithm)
     style = getattr(spec, "style", None) if spec is not None else None
     if style is not None:
-        return style.color, style.linestyle, style.marker or ""
-    return _FALLBACK_STYLES.get(algorithm, ("0.3", "-", ""))
+        return style.color, style.linestyle, style.marker or "o"
+    return _FALLBACK_STYLES.get(algorithm, _FALLBACK_STYLE)
 
 
 def panel_grid(count: int) -> tuple[int, int]:
@@ -108,6 +129,7 @@ class _Line:
     marker: str
     reference: bool
     dodge: float = 1.0  # x multiplier, so the interval bars of nearby curves do not overlap
+    fill: str = "full"  # marker fill (matplotlib fillstyle): tells variants apart
 
 
 def _ordered(present: Sequence[str], preferred: Sequence[str] | None) -> list[str]:
@@ -128,8 +150,19 @@ def _same_curves(table: pd.DataFrame, algorithm: str, variants: Sequence[str], s
     )
 
 
+def variant_look(k: int) -> tuple[Any, str, str]:
+    """(colour, line style, marker) of the k-th variant when the curves are variants."""
+    marker, style = VARIANT_LOOKS[k % len(VARIANT_LOOKS)]
+    return _palette(max(k + 1, 10))[k], style, marker
+
+
 def _private_lines(table, var_order, alg_order) -> list[_Line]:
-    """Private curves: colour by algorithm (registry), or by variant when one algorithm."""
+    """Private curves: the registry's style per algorithm, the marker fill per variant.
+
+    When one algorithm is compared across variants the curves are the
+    variants: each takes a colour, marker and line style of its own
+    (:func:`variant_look`).
+    """
     pairs = [
         (v, a)
         for a in alg_order
@@ -140,27 +173,26 @@ def _private_lines(table, var_order, alg_order) -> list[_Line]:
     algs = list(dict.fromkeys(a for _, a in pairs))
     variants = list(dict.fromkeys(v for v, _ in pairs))
     several = len(var_order) > 1
-    palette = _palette(len(variants))
     lines = []
     for i, (v, a) in enumerate(pairs):
         colour, style, marker = algorithm_style(a)
+        fill = "full"
         if len(algs) == 1 and len(variants) > 1:  # one algorithm, compared across variants
-            colour, style = palette[variants.index(v)], "-"
-        elif len(variants) > 1:  # several algorithms and variants: style tells the variant
-            style = _VARIANT_STYLES[variants.index(v) % len(_VARIANT_STYLES)]
+            colour, style, marker = variant_look(variants.index(v))
+        elif len(variants) > 1:  # several algorithms and variants: the fill tells the variant
+            fill = VARIANT_FILLS[variants.index(v) % len(VARIANT_FILLS)]
         label = algorithm_label(a) + (f" · {v}" if several else "")
         dodge = 10 ** (0.018 * (i - (len(pairs) - 1) / 2))
-        lines.append(_Line(v, a, label, colour, style, marker, False, dodge))
+        lines.append(_Line(v, a, label, colour, style, marker, False, dodge, fill))
     return lines
 
 
 def _reference_lines(table, var_order, alg_order, stat, variant_colours=None) -> list[_Line]:
     """Reference curves: once when equal under every variant, else once per variant.
 
-    A per-variant reference takes the variant's colour when the private
-    curves are coloured by variant (``variant_colours``) and keeps its own
-    line style; otherwise it keeps its colour and each variant gets a dash
-    pattern of the reference's own family.
+    A per-variant reference keeps its registry style; it takes the variant's
+    colour when the private curves are coloured by variant
+    (``variant_colours``), else its marker fill tells the variants apart.
     """
     lines = []
     several = len(var_order) > 1
@@ -177,13 +209,12 @@ def _reference_lines(table, var_order, alg_order, stat, variant_colours=None) ->
                 suffix = f" · {present[0]}"
             lines.append(_Line(None, a, algorithm_label(a) + suffix, colour, style, marker, True))
             continue
-        dashes = _VARIANT_DASHES.get(style if isinstance(style, str) else "", _VARIANT_DASHES["-."])
         for k, v in enumerate(present):
+            tone, fill = colour, VARIANT_FILLS[k % len(VARIANT_FILLS)]
             if variant_colours and v in variant_colours:
-                tone, dash = variant_colours[v], style
-            else:
-                tone, dash = colour, dashes[k % len(dashes)]
-            lines.append(_Line(v, a, f"{algorithm_label(a)} · {v}", tone, dash, marker, True))
+                tone, fill = variant_colours[v], "full"
+            label = f"{algorithm_label(a)} · {v}"
+            lines.append(_Line(v, a, label, tone, style, marker, True, fill=fill))
     return lines
 
 

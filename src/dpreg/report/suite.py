@@ -10,12 +10,13 @@ writes, into one folder:
   method), drawn as two panels sharing the y axis: his methods as his code
   runs them, and their corrected variants; ``trivial`` and ``ridge`` appear in
   both as references.  Error bars are the table's bootstrap intervals.
-- ``summary.png`` / ``summary.pdf`` -- each private method's mean error
-  relative to non-private ridge, ``log10(MSE / MSE_ridge)``, one row per
-  dataset, one panel per epsilon (0.1 and 1 by default); the best method of
-  each row and group is marked, with a filled marker where its interval lies
-  below every other method's.
-- ``relative-errors.csv`` and ``wins.csv`` -- the numbers behind the summary.
+- ``summary.png`` / ``summary.pdf`` -- a dot plot, one row per method, one
+  panel per epsilon (0.1 and 1): each method's mean error over the tight
+  AdaSSP's (``adassp-tight``; the fixed ``adassp`` in tables without it), the
+  geometric mean over the datasets with its t-interval (datasets as units),
+  and each dataset's ratio as a grey dot; ``summary.csv`` holds its numbers.
+- ``relative-errors.csv`` (every method over non-private ridge) and
+  ``wins.csv`` (the best method per dataset and epsilon).
 
 Run ``dpreg suite results/tables/wang-suite.csv --out results/wang-suite`` (or
 ``python -m dpreg.report.suite ...``, the same command).
@@ -37,7 +38,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Rectangle
+from matplotlib.ticker import LogFormatter
 
 from dpreg._validation import DPRegError
 from dpreg.data.prepared import read_prepared_meta
@@ -53,9 +54,11 @@ __all__ = [
     "parser",
     "plot_dataset",
     "plot_summary",
+    "ratio_summary",
     "read_suite_table",
     "relative_errors",
     "run",
+    "summary_reference",
     "winners",
 ]
 
@@ -84,6 +87,11 @@ CORRECTED = (
 )
 #: Non-private references drawn in every panel.
 REFERENCES = ("trivial", "ridge")
+#: The summary figure's reference, in order of preference: the tight AdaSSP
+#: (exact (epsilon, delta)), else the fixed AdaSSP of tables without it.
+SUMMARY_REFERENCES = ("adassp-tight", "adassp")
+#: The summary's x axis (ratio to the reference); beyond it: an arrow on the edge.
+SUMMARY_SPAN = (0.25, 64.0)
 
 _NEEDS = ["dataset", "algorithm", "epsilon", "mse_mean", "mse_mean_lo", "mse_mean_hi"]
 
@@ -263,81 +271,133 @@ def plot_dataset(
     return fig
 
 
+def summary_reference(table: pd.DataFrame) -> str:
+    """The suite summary's reference: the tight AdaSSP, else the fixed one (older tables)."""
+    found = set(table["algorithm"].astype(str))
+    for name in SUMMARY_REFERENCES:
+        if name in found:
+            return name
+    raise DPRegError(
+        f"suite table has rows of none of the summary's references {', '.join(SUMMARY_REFERENCES)}"
+    )
+
+
+def ratio_summary(
+    table: pd.DataFrame,
+    *,
+    epsilons: Sequence[float] = (0.1, 1.0),
+    reference: str | None = None,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """Per method and epsilon: the geometric-mean ratio of its mean MSE to the reference's.
+
+    The datasets are the units: ``log(mse_mean / mse_mean(reference))`` on
+    each dataset, their mean and a Student-t interval at ``level`` over the
+    datasets (``k - 1`` degrees of freedom; Demšar 2006 judges a suite with
+    datasets as units), back-transformed: ``ratio``, ``ratio_lo``,
+    ``ratio_hi``, with ``datasets`` (k) and ``below`` (how many datasets have
+    a ratio below 1).
+    """
+    from scipy import stats as st
+
+    reference = reference or summary_reference(table)
+    algs = [a for a in (*WANG_CODE, *CORRECTED) if a != reference]
+    rel = relative_errors(table, epsilons=epsilons, reference=reference, algorithms=algs)
+    out = []
+    for (alg, eps), grp in rel.groupby(["algorithm", "epsilon"], sort=False):
+        logs = np.log(grp["ratio"].to_numpy(float))
+        logs = logs[np.isfinite(logs)]
+        k = logs.size
+        mean, sd = (logs.mean(), logs.std(ddof=1)) if k > 1 else (np.nan, np.nan)
+        half = st.t.ppf(0.5 + level / 2, max(k - 1, 1)) * sd / np.sqrt(max(k, 1))
+        ratios = np.exp([mean, mean - half, mean + half])
+        out.append([alg, float(eps), reference, k, int((logs < 0).sum()), *ratios])
+    cols = ["algorithm", "epsilon", "reference", "datasets", "below", "ratio", "ratio_lo"]
+    return pd.DataFrame(out, columns=[*cols, "ratio_hi"])
+
+
 def plot_summary(
     table: pd.DataFrame,
     *,
     out_png: str | Path | None = None,
     out_pdf: str | Path | None = None,
     epsilons: Sequence[float] = (0.1, 1.0),
-    reference: str = "ridge",
+    reference: str | None = None,
+    level: float = 0.95,
     dpi: int = 130,
 ) -> Figure:
-    """Every method's mean error relative to non-private ridge; rows = datasets.
+    """Dot plot: each method's mean error over the tight AdaSSP's, one row per method.
 
-    Colour: ``log10(MSE / MSE_ridge)`` (0 = as good as ridge), clipped to
-    ``[0, 3]``.  In each row and each group (Wang's code | corrected) the
-    method with the lowest mean is outlined; a filled dot marks a clear win
-    (its interval below every other method's of the group).
+    One panel per epsilon (0.1 and 1 by default), a log x axis with a line at
+    1 (as good as the reference).  Small grey dots: the ratio on each
+    dataset; the method's marker (registry style): the geometric mean over
+    the datasets, with its ``level`` interval (:func:`ratio_summary`).  Rows:
+    Wang's methods as his code runs them, then their corrected variants,
+    each group sorted by the ratio at the last epsilon.
     """
-    rel = relative_errors(table, epsilons=epsilons, reference=reference)
-    datasets = sorted(rel["dataset"].unique())
-    algs = [a for a in (*WANG_CODE, *CORRECTED) if a in set(rel["algorithm"])]
-    fig = Figure(
-        figsize=(5.2 * len(epsilons) + 1.2, 0.28 * len(datasets) + 2.6), layout="constrained"
-    )
+    reference = reference or summary_reference(table)
+    summ = ratio_summary(table, epsilons=epsilons, reference=reference, level=level)
+    algs = [a for a in (*WANG_CODE, *CORRECTED) if a != reference]
+    rel = relative_errors(table, epsilons=epsilons, reference=reference, algorithms=algs)
+    last = summ[np.isclose(summ["epsilon"], epsilons[-1])].set_index("algorithm")["ratio"]
+    groups = [
+        ("Wang's code", [a for a in WANG_CODE if a in last.index]),
+        ("corrected", [a for a in CORRECTED if a in last.index]),
+    ]
+    order = [a for _, members in groups for a in sorted(members, key=lambda a: (last[a], a))]
+    fig = Figure(figsize=(4.3 * len(epsilons) + 2.2, 0.3 * len(order) + 1.9), layout="constrained")
     axes = fig.subplots(1, len(epsilons), sharey=True, squeeze=False)[0]
-    image = None
+    rng = np.random.default_rng(0)  # jitter of the dataset dots only: drawing, not data
+    lo_x, hi_x = SUMMARY_SPAN
     for ax, eps in zip(axes, epsilons, strict=True):
-        sub = rel[np.isclose(rel["epsilon"], eps)]
-        grid = sub.pivot(index="dataset", columns="algorithm", values="ratio")
-        grid = grid.reindex(index=datasets, columns=algs)
-        vals = np.log10(grid.to_numpy(float))
-        image = ax.imshow(
-            np.clip(vals, 0, 3),
-            aspect="auto",
-            cmap="viridis",
-            vmin=0,
-            vmax=3,
-            interpolation="nearest",
-        )
-        for group in (WANG_CODE, CORRECTED):
-            cols = [a for a in group if a in algs]
-            win = winners(table, algorithms=cols, epsilons=[eps]).set_index("dataset")
-            for i, ds in enumerate(datasets):
-                if ds not in win.index:
-                    continue
-                j = algs.index(win.loc[ds, "winner"])
-                ax.add_patch(_outline(j, i))
-                if win.loc[ds, "clear"]:
-                    ax.plot(
-                        j,
-                        i,
-                        "o",
-                        color="white",
-                        markersize=3.5,
-                        markeredgecolor="black",
-                        markeredgewidth=0.5,
-                    )
-        ax.axvline(len([a for a in WANG_CODE if a in algs]) - 0.5, color="white", linewidth=2)
-        ax.set_xticks(range(len(algs)))
-        ax.set_xticklabels(algs, rotation=70, ha="right", fontsize=7)
-        ax.set_yticks(range(len(datasets)))
-        ax.set_yticklabels(datasets, fontsize=7)
-        ax.set_title(f"ε = {eps:g}   (left: Wang's code | right: corrected)", fontsize=9)
-    assert image is not None  # at least one epsilon was drawn
-    cbar = fig.colorbar(image, ax=list(axes), shrink=0.8)
-    cbar.set_label(f"log10(MSE / MSE {reference}), in [0, 3]", fontsize=8)
+        sub = summ[np.isclose(summ["epsilon"], eps)].set_index("algorithm")
+        dots = rel[np.isclose(rel["epsilon"], eps)]
+        for i, alg in enumerate(order):
+            vals = dots.loc[dots["algorithm"] == alg, "ratio"].to_numpy(float)
+            ax.plot(vals, i + rng.uniform(-0.18, 0.18, vals.size), ".", color="0.7", ms=3, zorder=1)
+            if alg not in sub.index:
+                continue
+            row = sub.loc[alg]
+            color, _, marker = algorithm_style(alg)
+            lo, hi = max(row["ratio_lo"], lo_x), min(row["ratio_hi"], hi_x)
+            ax.plot([lo, hi], [i, i], "-", color=color, lw=1.6, zorder=2)
+            at, shape = float(row["ratio"]), marker or "o"
+            if not lo_x <= at <= hi_x:  # off scale: an arrow on the edge, the value beside
+                at, shape = (hi_x, ">") if at > hi_x else (lo_x, "<")
+            edge = color if shape in "+x1234" else "0.1"  # line markers take the colour
+            ax.plot(at, i, shape, color=color, mec=edge, mew=0.5 if edge == "0.1" else 2, ms=7)
+            ax.annotate(
+                f"{row['ratio']:.3g}", (1.0, i), xycoords=("axes fraction", "data"),
+                xytext=(4, 0), textcoords="offset points", ha="left", va="center",
+                fontsize=7.5, color="0.25",
+            )  # fmt: skip
+        ax.axvline(1.0, color="0.2", lw=1.0, zorder=0)
+        ax.axhline(len(groups[0][1]) - 0.5, color="0.5", lw=0.8, ls="--")  # between the groups
+        ax.set_xscale("log")
+        ax.set_xlim(lo_x, hi_x)
+        ax.xaxis.set_major_formatter(LogFormatter(labelOnlyBase=False))  # 0.25, 1, 10: factors
+        ax.grid(True, axis="x", which="major", alpha=0.3, lw=0.6)
+        ax.set_title(f"ε = {eps:g}", fontsize=10)
+        ax.set_xlabel(f"mean test MSE / {algorithm_label(reference)}'s", fontsize=9)
+    axes[0].set_yticks(range(len(order)))
+    axes[0].set_yticklabels([f"{algorithm_label(a)}  [{a}]" for a in order], fontsize=8)
+    axes[0].set_ylim(len(order) - 0.5, -0.5)
+    for name, members in groups:  # group names at the right edge of the last panel
+        if members:
+            mid = (order.index(members[0]) + order.index(members[-1])) / 2
+            axes[-1].annotate(
+                name, (1.0, mid), xycoords=("axes fraction", "data"), rotation=270,
+                xytext=(34, 0), textcoords="offset points", va="center", fontsize=8.5, color="0.3",
+            )  # fmt: skip
+    k = int(summ["datasets"].max()) if len(summ) else 0
     fig.suptitle(
-        "Wang (2018)'s suite: error relative to non-private ridge "
-        "(outline = lowest mean of its group, dot = clear win)",
-        fontsize=10,
+        f"Wang (2018)'s suite: mean error over {algorithm_label(reference)}'s on {k} datasets\n"
+        f"marker (value at the right) = geometric mean, bar = its {level:.0%} t-interval over "
+        "the datasets, grey dots = single datasets, arrow = off scale; left of 1 = better",
+        fontsize=9.5,
     )
     _save(fig, out_png, out_pdf, dpi)
     return fig
-
-
-def _outline(j: int, i: int):
-    return Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=1.4)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -394,26 +454,20 @@ def run(args: argparse.Namespace) -> int:
     table = read_suite_table(args.table)
     out = Path(args.out)
     for ds in sorted(table["dataset"].unique()):
-        n_d = None
-        if args.meta:
-            meta_path = Path(args.meta) / f"{ds}.json"
-            if meta_path.exists():
-                meta = read_prepared_meta(meta_path)
-                n_d = (int(meta["n"]), int(meta["d"]))
+        n_d, meta_path = None, Path(args.meta or ".") / f"{ds}.json"
+        if args.meta and meta_path.exists():
+            meta = read_prepared_meta(meta_path)
+            n_d = (int(meta["n"]), int(meta["d"]))
         plot_dataset(table, ds, out_png=out / "figures" / f"{ds}.png", n_d=n_d)
     plot_summary(table, out_png=out / "summary.png", out_pdf=out / "summary.pdf")
     fmt = "%.4g"
+    summ = ratio_summary(table)
+    write_text_atomic(out / "summary.csv", summ.to_csv(index=False, float_format=fmt))
     rel = relative_errors(table, epsilons=sorted(table["epsilon"].unique()))
     write_text_atomic(out / "relative-errors.csv", rel.to_csv(index=False, float_format=fmt))
-    wins = []
-    for group, algs in (
-        ("wang-code", WANG_CODE),
-        ("corrected", CORRECTED),
-        ("all", WANG_CODE + CORRECTED),
-    ):
-        w = winners(table, algorithms=algs)
-        w.insert(0, "group", group)
-        wins.append(w)
+    groups = {"wang-code": WANG_CODE, "corrected": CORRECTED, "all": WANG_CODE + CORRECTED}
+    wins = [winners(table, algorithms=a).assign(group=g) for g, a in groups.items()]
+    wins = [w[["group", *w.columns[:-1]]] for w in wins]  # the group first, as before
     write_text_atomic(out / "wins.csv", pd.concat(wins).to_csv(index=False, float_format=fmt))
     return 0
 
