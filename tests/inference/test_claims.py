@@ -437,7 +437,8 @@ def test_readme_block_replaced_in_place_and_checked(tmp_path):
     assert first.startswith("# Results\n\nintro\n")
     source, block = readme_block(first)
     assert source == str(claims_path)
-    assert block == render_markdown(read_claims(claims_path)).rstrip("\n")
+    expected = render_markdown(read_claims(claims_path), table=f"tables/{claims_path.name}")
+    assert block == expected.rstrip("\n")
     edited = first.replace("intro", "intro, edited") + "\ntail\n"
     readme.write_text(edited, encoding="utf-8")
     main(["readme", "--claims", str(claims_path), "--readme", str(readme)])
@@ -463,7 +464,8 @@ def test_committed_readme_blocks_match_their_claims_tables():
         assert table.exists(), f"{readme}: {source} does not exist"
         # a committed table may lack its sidecar (git checks it); one that has it must match
         claims = read_claims(table, require_checksum=False)
-        assert block == render_markdown(claims).rstrip("\n"), (
+        rendered = render_markdown(claims, table=f"tables/{table.name}")
+        assert block == rendered.rstrip("\n"), (
             f"{readme}: regenerate with python -m dpreg.report.claims readme --claims {source} "
             f"--readme {readme.relative_to(ROOT)}"
         )

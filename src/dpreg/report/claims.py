@@ -69,7 +69,7 @@ def _pct(x: float) -> str:
     return "n/a" if not np.isfinite(x) else f"{100 * x:.0f}%"
 
 
-def render_markdown(claims: pd.DataFrame) -> str:
+def render_markdown(claims: pd.DataFrame, *, table: str = "tables/claims.csv") -> str:
     """Markdown of every claim and its one decision, grouped by experiment.
 
     For each experiment a table lists each claim (status confirmatory /
@@ -90,7 +90,7 @@ def render_markdown(claims: pd.DataFrame) -> str:
     resamples = int(overall["resamples"].iloc[0])
     n_conf = int((overall["status"] == "confirmatory").sum())
     lines.append(
-        f'Decisions computed from `tables/claims.csv` (rule in config/README.md, "Intervals '
+        f'Decisions computed from `{table}` (rule in config/README.md, "Intervals '
         'and claims"): one per claim, on the geometric-mean ratio of the first named over '
         "the second over its datasets and ε (an ε-independent comparison once per dataset), "
         f"with a dataset bootstrap ({resamples} replicates; datasets, then folds and repeats "
@@ -269,7 +269,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_claims(evaluate_claims(cfg, files, select=select), args.out)
         else:
             # a committed claims.csv may lack its sidecar (git checks it); one that has it must match
-            block = render_markdown(read_claims(args.claims, require_checksum=False))
+            block = render_markdown(
+                read_claims(args.claims, require_checksum=False),
+                table=f"tables/{Path(args.claims).name}",
+            )
             path = Path(args.readme)
             text = path.read_text(encoding="utf-8") if path.exists() else ""
             write_text_atomic(path, replace_readme_block(text, block, source=args.claims))
