@@ -9,7 +9,7 @@ import pytest
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
 
 def _config(**top):
