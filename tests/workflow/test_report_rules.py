@@ -54,3 +54,40 @@ def test_leaderboard_only_in_runs_with_the_suite(tmp_path):
     out = snakemake(run, "-n", "--cores", "1").stdout
     assert "results/browser/index.html" in out
     assert "write_leaderboard" not in out and "leaderboard.csv" not in out
+
+
+def test_a_plugin_goes_on_the_leaderboard(tmp_path):
+    """A method outside the package, run through the suite, is ranked on the board."""
+    import shutil
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "plugin"
+    cfg = tiny_config()
+    cfg["plugins"] = ["my_method.py"]
+    cfg["experiments"]["wang-suite"] = {
+        **SUITE,
+        "algorithms": [*SUITE["algorithms"], "adassp-skew"],
+    }
+    cfg["run"] = ["wang-suite"]
+    run = make_workdir(tmp_path, cfg)
+    shutil.copy(example / "my_method.py", run / "my_method.py")
+    snakemake(run, "--cores", "2")
+    board = pd.read_csv(run / "results" / "leaderboard.csv")
+    skew = board[board["algorithm"] == "adassp-skew"]
+    assert len(skew) == len(cfg["epsilons"]) and (skew["datasets"] == 3).all()
+    assert skew["avg_rank"].between(1, 4).all()  # four private methods ranked
+
+
+def test_the_documented_suite_overlay_is_the_suite_plus_the_plugin():
+    """examples/plugin/suite.yaml repeats the suite's algorithm list (YAML lists replace,
+    they do not merge): tied here to config/wang-suite.yaml so the two cannot drift."""
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    suite = yaml.safe_load((root / "config" / "wang-suite.yaml").read_text())
+    overlay = yaml.safe_load((root / "examples" / "plugin" / "suite.yaml").read_text())
+    expected = [*suite["experiments"]["wang-suite"]["algorithms"], "adassp-skew"]
+    assert overlay["experiments"]["wang-suite"]["algorithms"] == expected
+    assert overlay["plugins"] == ["examples/plugin/my_method.py"]
