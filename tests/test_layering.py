@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
         "dpreg.joblog",
         "dpreg.progress",
         "dpreg.configfile",
+        "dpreg.gitstate",
         "dpreg.io",
     ),
     ("dpreg.data",),

@@ -25,7 +25,6 @@ import datetime as _dt
 import hashlib
 import json
 import math
-import subprocess
 from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ import yaml
 
 from dpreg._validation import DPRegError
 from dpreg.configfile import load_config_file
+from dpreg.gitstate import git_state
 from dpreg.inference.claims import Claim, parse_claims
 from dpreg.io.tables import write_text_atomic
 
@@ -174,21 +174,6 @@ def claim_status(
     return "confirmatory", entry
 
 
-def _git_commit(where: Path) -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=where,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return out.stdout.strip() or "unknown"
-
-
 def _folder_experiments(path: Path) -> dict[str, Any]:
     """The experiments of every configuration next to a claims file, merged in name order."""
     out: dict[str, Any] = {}
@@ -237,7 +222,8 @@ def register_claims(
     path = Path(path)
     old = read_registration(lock_path(path)).get("claims") or {}
     date = date or _dt.datetime.now(_dt.UTC).date().isoformat()
-    commit = commit or _git_commit(path.resolve().parent)
+    state = git_state(path.resolve().parent)
+    commit = commit or (state["commit"] if state else "unknown")
     if experiments is None:
         experiments = _folder_experiments(path)
     entries: dict[str, Any] = {}

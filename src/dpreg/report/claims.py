@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from dpreg._validation import DPRegError
+from dpreg.configfile import load_config_file
 from dpreg.inference.claims import parse_claims
 from dpreg.inference.evaluation import evaluate_claims
 from dpreg.inference.registry import attach_claims, lock_path, register_claims
@@ -171,9 +171,8 @@ def readme_block(readme: str) -> tuple[str, str] | None:
 # command line
 # --------------------------------------------------------------------------
 def _load_config(path: str | Path) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as fh:
-        cfg = yaml.safe_load(fh)
-    if not isinstance(cfg, dict) or "experiments" not in cfg:
+    cfg = load_config_file(path)  # read strictly: a repeated key or bad YAML names the file
+    if "experiments" not in cfg:
         raise DPRegError(f"{path}: not a dpreg configuration (no 'experiments' key)")
     attach_claims(cfg)  # the claims file and its registration record, in place
     return cfg

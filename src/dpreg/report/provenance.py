@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-import subprocess
 from collections.abc import Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 from dpreg._version import __version__
 from dpreg.algorithms import ALGORITHMS
 from dpreg.algorithms.fingerprint import code_record
+from dpreg.gitstate import git_state
 from dpreg.io.checksum import verify
 from dpreg.io.tables import plain
 
@@ -29,7 +29,6 @@ __all__ = [
     "algorithm_code",
     "canonical_json",
     "config_hash",
-    "git_state",
     "package_versions",
     "provenance",
 ]
@@ -53,33 +52,6 @@ def provenance_packages() -> tuple[str, ...]:
     """:data:`PROVENANCE_PACKAGES` and every package a registry entry ``requires``."""
     required = [m for alg in ALGORITHMS.values() for m in alg.requires]
     return tuple(dict.fromkeys([*PROVENANCE_PACKAGES, *sorted(required)]))
-
-
-def git_state(path: str | Path | None = None) -> dict[str, Any] | None:
-    """Commit of the git checkout holding ``path`` (default: dpreg's source), or None.
-
-    ``dirty`` says whether tracked files under ``path``'s checkout differ from
-    the commit (then the commit alone does not name the code that ran).
-    """
-    where = Path(path) if path is not None else Path(__file__).resolve().parents[1]
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(where), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        status = subprocess.run(
-            ["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None  # not a checkout (an installed package) or no git
-    return {"commit": commit, "dirty": bool(status.strip())}
 
 
 def algorithm_code(names: Iterable[str]) -> dict[str, dict[str, Any]]:
