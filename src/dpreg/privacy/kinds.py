@@ -45,7 +45,8 @@ class Neighbouring(StrEnum):
 
 def check_kind(value: object, kind: type[StrEnum], what: str) -> str:
     """``value`` as a plain string when it is a member of ``kind``, else one DPRegError."""
-    allowed = [m.value for m in kind]
-    if value not in allowed:
-        raise DPRegError(f"{what} {value!r} is not one of {', '.join(allowed)}")
+    # every release passes here: a dict lookup (a non-string, e.g. a list, is refused first)
+    if not isinstance(value, str) or value not in kind._value2member_map_:
+        allowed = ", ".join(m.value for m in kind)
+        raise DPRegError(f"{what} {value!r} is not one of {allowed}")
     return str(value)

@@ -126,21 +126,7 @@ def _draw_line(ax, rows: pd.DataFrame, line: _Line, stat: str, top: float, flags
                     zorder=2.5,
                 )
                 flags.interval = True
-    (handle,) = ax.plot(
-        eps,
-        shown,
-        color=line.color,
-        ls=line.linestyle,
-        lw=1.4 if line.reference else 1.6,
-        marker=line.marker or "o",
-        ms=5,
-        fillstyle=line.fill,
-        mfc=line.color if line.fill == "full" else "white",
-        mfcalt="white",
-        mec=line.color,
-        mew=1.8 if line.marker in ("+", "x") else 1.0,  # line markers: thick enough to see
-        zorder=1.5 if line.reference else 2,
-    )
+    (handle,) = ax.plot(eps, shown, lw=1.4 if line.reference else 1.6, **line.plot_kwargs())
     if off.any():
         ax.plot(
             eps[off],

@@ -131,6 +131,22 @@ class _Line:
     dodge: float = 1.0  # x multiplier, so the interval bars of nearby curves do not overlap
     fill: str = "full"  # marker fill (matplotlib fillstyle): tells variants apart
 
+    def plot_kwargs(self) -> dict[str, Any]:
+        """Colour, line style, marker and layer of this curve for ``Axes.plot``: the
+        one look every figure gives an algorithm (its registry style)."""
+        return {
+            "color": self.color,
+            "ls": self.linestyle,
+            "marker": self.marker or "o",
+            "ms": 5,
+            "fillstyle": self.fill,
+            "mfc": self.color if self.fill == "full" else "white",
+            "mfcalt": "white",
+            "mec": self.color,
+            "mew": 1.8 if self.marker in ("+", "x") else 1.0,  # line markers: thick enough to see
+            "zorder": 1.5 if self.reference else 2,
+        }
+
 
 def _ordered(present: Sequence[str], preferred: Sequence[str] | None) -> list[str]:
     """Names in ``present``, in the order of ``preferred`` first, then sorted."""

@@ -152,21 +152,7 @@ def _draw(ax, rows: pd.DataFrame, line: _Line, twin_of: dict, flags: dict):
             zorder=2.5,
         )
         flags["interval"] = True
-    (handle,) = ax.plot(
-        eps,
-        y,
-        color=line.color,
-        ls=line.linestyle,
-        lw=1.3 if line.reference else 1.5,
-        marker=line.marker or "o",
-        ms=5,
-        fillstyle=line.fill,
-        mfc=line.color if line.fill == "full" else "white",
-        mfcalt="white",
-        mec=line.color,
-        mew=1.8 if line.marker in ("+", "x") else 1.0,  # line markers: thick enough to see
-        zorder=1.5 if line.reference else 2,
-    )
+    (handle,) = ax.plot(eps, y, lw=1.3 if line.reference else 1.5, **line.plot_kwargs())
     rate = rows["pass_rate"].to_numpy(float)
     if (rate < 1).any():  # some trials failed: the pass rate on the second axis
         if ax not in twin_of:
