@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from dpreg._validation import DPRegError
+from dpreg.inference.bands import simultaneous_band
 from dpreg.inference.bootstrap import (
     BOOTSTRAP_TRIAL_COLUMNS,
     DEFAULT_LEVEL,
@@ -94,11 +95,13 @@ def claim_points(
         keep = [0] if flat else list(range(len(pairs)))
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = est_a / est_b
+        # per-point intervals and the simultaneous band over the points kept
+        band = simultaneous_band(ratio[keep], reps[:, keep], level=level, clusters=boot.folds)
         lo, hi = _percentile_interval(reps, level, boot.folds)
         verdicts = point_verdicts(lo, hi, expect=c.expect, margin=c.margin)
         fail_a = boot.failed[rows_a].mean(axis=1)
         fail_b = boot.failed[rows_b].mean(axis=1)
-        for j in keep:
+        for k, j in enumerate(keep):
             rows.append(
                 {
                     **_claim_fields(c),
@@ -110,6 +113,8 @@ def claim_points(
                     "ratio": float(ratio[j]) if np.isfinite(ratio[j]) else math.nan,
                     "ratio_lo": float(lo[j]),
                     "ratio_hi": float(hi[j]),
+                    "band_low": float(band.band_low[k]),
+                    "band_high": float(band.band_high[k]),
                     "level": level,
                     "resamples": resamples,
                     "verdict": verdicts[j],
@@ -222,6 +227,8 @@ def finish_claims(
             "ratio": math.exp(pooled[c.id].theta) if pooled[c.id].datasets else math.nan,
             "ratio_lo": math.exp(lo) if math.isfinite(lo) else math.nan,
             "ratio_hi": math.exp(hi) if math.isfinite(hi) else math.nan,
+            "band_low": math.nan,
+            "band_high": math.nan,
             "level": 1.0 - a_level,
             "resamples": resamples,
             "verdict": decision,

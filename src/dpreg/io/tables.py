@@ -177,7 +177,10 @@ SUMMARY_DTYPES: dict[str, Any] = {
 #: comparison) and one per claim with ``scope == "overall"`` (dataset ``all``,
 #: epsilon empty: the pooled effect, its adjusted interval at ``level``, the
 #: decision in ``verdict``, ``status`` and the registration; see
-#: :mod:`dpreg.inference.pooled`).
+#: :mod:`dpreg.inference.pooled`).  ``band_low``/``band_high`` of a point row: the
+#: simultaneous band at ``level`` over the epsilons of its (claim, dataset)
+#: (:mod:`dpreg.inference.bands`); it contains ``ratio_lo``/``ratio_hi`` and equals
+#: them for a single point; empty on the overall rows.
 CLAIM_COLUMNS = [
     "claim",
     "experiment",
@@ -198,6 +201,8 @@ CLAIM_COLUMNS = [
     "ratio",
     "ratio_lo",
     "ratio_hi",
+    "band_low",
+    "band_high",
     "level",
     "resamples",
     "verdict",
@@ -234,6 +239,8 @@ CLAIM_DTYPES: dict[str, Any] = {
     "ratio": float,
     "ratio_lo": float,
     "ratio_hi": float,
+    "band_low": float,
+    "band_high": float,
     "level": float,
     "resamples": np.int64,
     "verdict": str,
