@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpreg.inference.bands import simultaneous_band
+from dpreg.inference.bands import curve_bands, simultaneous_band
 from dpreg.inference.bootstrap import _percentile_interval
 from dpreg.inference.evaluation import evaluate_claims
+from dpreg.inference.intervals import paired_ratios
 
 CURVES, POINTS, UNITS, RESAMPLES = 300, 10, 200, 400
 LEVEL = 0.95
@@ -98,3 +99,27 @@ def test_claims_csv_carries_the_band():
         several["band_high"] - several["band_low"] > several["ratio_hi"] - several["ratio_lo"]
     ).any()
     assert table.loc[table["scope"] == "overall", "band_low"].isna().all()
+
+
+def test_curve_bands_of_a_ratio_figure():
+    from test_claims import synthetic_sweep_trials
+
+    from dpreg.report.ratios import band_comparisons
+
+    trials = synthetic_sweep_trials()
+    cells = sorted(set(zip(trials["variant"], trials["algorithm"], strict=True)))
+    ref = cells[0][1]
+    pairs = band_comparisons(cells, {"kind": "ratio", "reference": ref})
+    assert pairs and all(b[1] == ref and a[1] != ref for a, b in pairs)
+    assert band_comparisons(cells, {"kind": "lines"}) == []
+    bands = curve_bands(trials, pairs, statistic="median", seed=4, level=LEVEL, resamples=300)
+    assert len(bands) and (bands["band_low"] <= bands["ratio_lo"]).all()
+    assert (bands["ratio_hi"] <= bands["band_high"]).all()
+    # the paired per-point interval is paired_ratios' interval
+    (a, b), ds = pairs[0], bands["dataset"].iloc[0]
+    one = paired_ratios(
+        trials[trials["dataset"] == ds], a, b, sorted(set(trials["epsilon"])),
+        statistic="median", seed=4, resamples=300,
+    )  # fmt: skip
+    got = bands[(bands["dataset"] == ds) & (bands["algorithm"] == a[1])]
+    np.testing.assert_allclose(got["ratio_lo"], one["ratio_lo"], rtol=1e-12)

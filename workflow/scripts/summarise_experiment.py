@@ -22,10 +22,11 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 
 from dpreg.data.prepared import read_prepared_meta  # noqa: E402
+from dpreg.inference.bands import curve_bands  # noqa: E402
 from dpreg.inference.claims import bootstrap_settings  # noqa: E402
 from dpreg.io.tables import read_table, write_table  # noqa: E402
 from dpreg.io.trials import read_trials, trial_file_columns  # noqa: E402
-from dpreg.report.ratios import draw_figure  # noqa: E402
+from dpreg.report.ratios import band_comparisons, draw_figure  # noqa: E402
 from dpreg.report.summary import SUMMARY_TRIAL_COLUMNS, summarise  # noqa: E402
 
 # --- the table --------------------------------------------------------------
@@ -44,6 +45,22 @@ table = summarise(
     trials, experiment=smk.params.experiment, seed=seed, level=level, resamples=resamples
 )
 write_table(table, smk.output.table)
+# a ratio figure: the paired intervals and simultaneous bands of its curves, from the trials
+figure = smk.params.get("figure", None) or smk.config["experiments"][smk.params.experiment].get(
+    "figure"
+)
+pairs = band_comparisons(
+    sorted(set(zip(table["variant"].astype(str), table["algorithm"].astype(str), strict=True))),
+    figure,
+)
+bands = None
+if pairs:
+    statistic = smk.params.plot.get("statistic") or smk.config["experiments"][
+        smk.params.experiment
+    ].get("statistic", "median")
+    bands = curve_bands(
+        trials, pairs, statistic=statistic, seed=seed, level=level, resamples=resamples
+    )
 logging.info(
     "%d trials -> %d rows; %d failed trials; %.0f%% intervals from %d bootstrap replicates",
     len(trials),
@@ -67,8 +84,6 @@ for name, path in zip(plot["datasets"], smk.input.metas, strict=True):
     meta = read_prepared_meta(path)  # its checksum verified
     dataset_info[name] = (meta["n"], meta["d"])
 
-# the figure's kind (lines, or ratios to a reference): from params when the rule passes it
-figure = smk.params.get("figure", None) or experiment.get("figure")
 draw_figure(
     read_table(smk.output.table),  # the numbers as written (rounded), as a reader sees them
     figure=figure,
@@ -83,5 +98,6 @@ draw_figure(
     statistic=statistic,
     level=plot_level,
     cap=cap,
+    **({"bands": bands} if bands is not None else {}),
 )
 logging.info("figure -> %s, %s", smk.output.png, smk.output.pdf)

@@ -63,13 +63,16 @@ Applied Econometrics* 34(1), 1-17.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
+import pandas as pd
 
 from dpreg.inference.bootstrap import _percentile_interval, check_level, expanded_alpha
+from dpreg.inference.intervals import PairedDesigns
 
-__all__ = ["Band", "simultaneous_band"]
+__all__ = ["CURVE_BAND_COLUMNS", "Band", "curve_bands", "simultaneous_band"]
 
 
 class Band(NamedTuple):
@@ -151,3 +154,59 @@ def _critical(theta, log_reps, up, down, ok, alpha: float) -> float:
         return 1.0
     sup = np.nanmax(t[has], axis=1)
     return max(1.0, float(np.quantile(sup, 1.0 - alpha)))
+
+
+def curve_bands(
+    trials: pd.DataFrame,
+    comparisons: Sequence[tuple[tuple[str, str], tuple[str, str]]],
+    *,
+    statistic: str,
+    seed: int,
+    level: float,
+    resamples: int,
+) -> pd.DataFrame:
+    """Paired per-point intervals and simultaneous bands of ratio curves (for the figures).
+
+    Parameters
+    ----------
+    trials : pandas.DataFrame
+        Trials of any number of datasets (the columns of
+        :data:`dpreg.inference.bootstrap.BOOTSTRAP_TRIAL_COLUMNS`).
+    comparisons : sequence of ((variant, algorithm), (variant, algorithm))
+        Each curve a / b; a pair missing on a dataset is skipped there.
+    statistic, seed, level, resamples
+        As for :func:`dpreg.inference.intervals.paired_ratios` (failed trials
+        left out, as in the summary tables).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``dataset, variant, algorithm, epsilon`` (of a), ``ratio, ratio_lo,
+        ratio_hi`` (the paired per-point interval), ``band_low, band_high``.
+    """
+    rows = []
+    cells = sorted({side for pair in comparisons for side in pair})
+    for dataset, part in trials.groupby("dataset", observed=True, sort=True):
+        designs = PairedDesigns(part, cells, seed=seed, resamples=resamples)
+        eps = sorted(set(part["epsilon"].astype(float)))
+        for a, b in comparisons:
+            found = designs.ratio_replicates(a, b, eps, statistic=statistic)
+            if found is None or not found[1]:
+                continue
+            boot, pairs, est_a, est_b, reps = found
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ratio = est_a / est_b
+            band = simultaneous_band(ratio, reps, level=level, clusters=boot.folds)
+            for j, (e, _, _) in enumerate(pairs):
+                rows.append(
+                    (str(dataset), a[0], a[1], e, ratio[j], band.low[j], band.high[j],
+                     band.band_low[j], band.band_high[j])
+                )  # fmt: skip
+    return pd.DataFrame(rows, columns=CURVE_BAND_COLUMNS)
+
+
+#: Columns of :func:`curve_bands`.
+CURVE_BAND_COLUMNS = [
+    "dataset", "variant", "algorithm", "epsilon",
+    "ratio", "ratio_lo", "ratio_hi", "band_low", "band_high",
+]  # fmt: skip

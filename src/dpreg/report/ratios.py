@@ -18,7 +18,11 @@ chooses how its table is drawn:
 
 Bars: the method's bootstrap interval divided by the reference's statistic
 (the reference's own resampling noise is not propagated; said in the
-legend).  Styles come from the registry (:mod:`dpreg.report.lines`).
+legend).  Given ``bands`` (:func:`dpreg.inference.bands.curve_bands`, which
+the workflow computes from the trials of a ratio figure), the bars are
+instead the paired bootstrap interval of the ratio and each curve has its
+simultaneous band over epsilon shaded behind them, in the curve's colour.
+Styles come from the registry (:mod:`dpreg.report.lines`).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
 from dpreg._validation import DPRegError
@@ -51,7 +56,14 @@ from dpreg.report.lines import (
     is_reference,
 )
 
-__all__ = ["FIGURE_KINDS", "check_figure_option", "draw_figure", "plot_ratio", "ratio_table"]
+__all__ = [
+    "FIGURE_KINDS",
+    "band_comparisons",
+    "check_figure_option",
+    "draw_figure",
+    "plot_ratio",
+    "ratio_table",
+]
 
 #: The figure kinds an experiment may ask for (``figure.kind``).
 FIGURE_KINDS = ("lines", "ratio")
@@ -140,6 +152,15 @@ def _draw(ax, rows: pd.DataFrame, line: _Line, twin_of: dict, flags: dict):
     y = rows["ratio"].to_numpy(float)
     lo, hi = rows["ratio_lo"].to_numpy(float), rows["ratio_hi"].to_numpy(float)
     ok = np.isfinite(y) & np.isfinite(lo) & np.isfinite(hi)
+    if "band_low" in rows and not line.reference:
+        b_lo, b_hi = rows["band_low"].to_numpy(float), rows["band_high"].to_numpy(float)
+        shade = np.isfinite(b_lo) & np.isfinite(b_hi)
+        if shade.sum() > 1:
+            ax.fill_between(
+                eps[shade], b_lo[shade], b_hi[shade], color=line.color, alpha=0.13, lw=0,
+                zorder=1.2,
+            )  # fmt: skip
+            flags["band"] = True
     if ok.any() and not line.reference:
         ax.errorbar(
             eps[ok],
@@ -202,6 +223,7 @@ def plot_ratio(
     statistic: str = "median",
     level: float | None = None,
     dpi: int = 150,
+    bands: pd.DataFrame | None = None,
 ) -> Figure:
     """Draw each method's statistic relative to a reference algorithm or variant.
 
@@ -214,6 +236,15 @@ def plot_ratio(
     table = _prepare(table, experiment, statistic)
     stat = f"mse_{statistic}"
     rel = ratio_table(table, stat, reference=reference, reference_variant=reference_variant)
+    if bands is not None:  # paired intervals and simultaneous bands of the ratios
+        keys = ["dataset", "variant", "algorithm", "epsilon"]
+        extra = bands[[*keys, "ratio_lo", "ratio_hi", "band_low", "band_high"]].astype(
+            {"dataset": str, "variant": str, "algorithm": str, "epsilon": float}
+        )
+        rel = rel.drop(columns=["ratio_lo", "ratio_hi"]).astype(
+            {"dataset": str, "variant": str, "algorithm": str, "epsilon": float}
+        )
+        rel = rel.merge(extra, on=keys, how="left")
     datasets = _ordered(list(table["dataset"]), list(dataset_info))
     var_order = _ordered(list(table["variant"]), variants)
     alg_order = _ordered(list(table["algorithm"]), algorithms)
@@ -254,6 +285,7 @@ def plot_ratio(
                 ax.set_ylabel(_ylabel(statistic, reference, reference_variant), fontsize=8.5)
             if ax in twins and c == ncols - 1:
                 twins[ax].set_ylabel("pass rate (1 − failed/trials)", fontsize=8, color="0.35")
+    flags["paired"] = bands is not None
     _ratio_legend(fig, handles, flags, statistic, level, reference, reference_variant, note)
     fig.suptitle(_title(title, experiment, alg_order), fontsize=12)
     _save(fig, out_png, out_pdf, dpi)
@@ -311,8 +343,16 @@ def _ratio_legend(fig, handles, flags, statistic, level, reference, ref_var, not
     legend[f"ratio 1: as good as {what}"] = Line2D([], [], color="0.2", lw=1.0)
     if flags.get("interval"):
         lvl = f"{level:.0%} " if level else ""
-        legend[f"bars: {lvl}bootstrap CI of the {statistic} / {what}'s {statistic}"] = Line2D(
-            [], [], color="0.2", marker="|", ms=8, ls="none"
+        bars = (
+            f"bars: {lvl}paired bootstrap CI of the ratio at each ε"
+            if flags.get("paired")
+            else f"bars: {lvl}bootstrap CI of the {statistic} / {what}'s {statistic}"
+        )
+        legend[bars] = Line2D([], [], color="0.2", marker="|", ms=8, ls="none")
+    if flags.get("band"):
+        lvl = f"{level:.0%} " if level else ""
+        legend[f"shaded: {lvl}simultaneous band over ε (max-|t|)"] = Patch(
+            facecolor="0.2", alpha=0.13, lw=0
         )
     if flags.get("offscale"):
         legend[f"▲▼ off scale (beyond {RATIO_CAP:g}× or 1/{RATIO_CAP:g})"] = Line2D(
@@ -355,3 +395,26 @@ def draw_figure(table: pd.DataFrame, *, figure: Mapping[str, Any] | None = None,
         reference_variant=option["reference_variant"],
         **kw,
     )
+
+
+def band_comparisons(
+    cells: Sequence[tuple[str, str]], figure: Mapping[str, Any] | None
+) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """The (curve, reference) cell pairs a ratio figure draws, for their bands.
+
+    ``cells`` are the (variant, algorithm) pairs of the table; ``figure`` the
+    experiment's option (a ``lines`` figure has none).  Non-private
+    references are left out under ``reference_variant``, as in the figure.
+    """
+    fig = dict(figure or {})
+    if fig.get("kind", "lines") != "ratio":
+        return []
+    have = set(cells)
+    ref, ref_var = fig.get("reference"), fig.get("reference_variant")
+    out = []
+    for v, a in sorted(have):
+        if ref is not None and a != ref and (v, ref) in have:
+            out.append(((v, a), (v, ref)))
+        elif ref_var is not None and v != ref_var and not is_reference(a) and (ref_var, a) in have:
+            out.append(((v, a), (ref_var, a)))
+    return out
