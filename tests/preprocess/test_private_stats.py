@@ -383,3 +383,106 @@ def test_batched_runs_check_their_arguments():
     a = private_fold_data_runs(*args, rel, fold=0, rng=0, size=2)
     b = private_fold_data_runs(*args, rel, fold=0, rng=np.random.default_rng(0), size=2)
     np.testing.assert_array_equal(a[1].train.xtx, b[1].train.xtx)
+
+
+# --------------------------------------------------------------------------
+# the control: public ranges with exact statistics (not private in its statistics)
+# --------------------------------------------------------------------------
+EXACT = {"stats": "train", "scale": "maxnorm", "private_stats": {"exact": True}}
+
+
+def test_exact_variant_uses_the_exact_statistics_of_the_clipped_range_scaled_rows():
+    X, y, fold = _data(seed=3, spread=1.5)  # some rows beyond the declared ranges
+    spec = VariantSpec.from_dict(EXACT)
+    assert spec.private_stats.epsilon_share == 0 and not spec.releases_statistics
+    ranges, moms = raw_fold_moments(ArraySource(X, y, fold), 4, ranges=_ranges())
+    total = moms[0]
+    for m in moms[1:]:
+        total = total + m
+    k = 1
+    assert private_stat_releases(ranges, epsilon=0.0, delta=0.0) == []
+    assert algorithm_budget(spec, epsilon=2.0, delta=DELTA) == (2.0, DELTA)
+    args = (spec, ranges, total - moms[k], moms[k], (0.0, 1.0), [])
+    rng = np.random.default_rng(7)
+    state = rng.bit_generator.state
+    fd = private_fold_data(*args, fold=k, rng=rng)
+    assert rng.bit_generator.state == state  # nothing drawn: no noise
+    # the exact statistics of the clipped training rows, computed here independently
+    Xc, yc = np.clip(X, ranges.lo, ranges.hi), np.clip(y, ranges.ylo, ranges.yhi)
+    train = fold != k
+    mean, sd = Xc[train].mean(0), Xc[train].std(0, ddof=1)
+    tr = fd.transform
+    np.testing.assert_allclose(tr.x_mean, mean, rtol=1e-12)
+    np.testing.assert_allclose(tr.x_sd, sd, rtol=1e-9)
+    assert tr.y_center == pytest.approx(yc[train].mean(), rel=1e-12)
+    # y scale and x_max from the public ranges (as in the private variant), not the data
+    assert tr.y_scale == pytest.approx(max(ranges.yhi - tr.y_center, tr.y_center - ranges.ylo))
+    far = np.maximum(np.abs(ranges.lo - mean), np.abs(ranges.hi - mean)) / sd
+    assert tr.x_max == pytest.approx(float(np.sqrt(far @ far)), rel=1e-9)
+    Z = (Xc[train] - mean) / sd
+    assert tr.x_max > np.linalg.norm(Z, axis=1).max()  # wider than the data's own x_max
+    # the statistics handed to the algorithm: those of the clipped, range-scaled rows
+    Xm = Z / tr.x_max
+    ym = (yc[train] - tr.y_center) / tr.y_scale
+    np.testing.assert_allclose(fd.train.xtx, Xm.T @ Xm, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fd.train.xty, Xm.T @ ym, rtol=1e-9, atol=1e-12)
+    assert fd.releases == ()
+    # the batched runs agree and are all the same run
+    runs = private_fold_data_runs(*args, fold=k, rng=np.random.default_rng(7), size=3)
+    for run in runs:
+        np.testing.assert_array_equal(run.train.xtx, fd.train.xtx)
+        assert run.transform.x_max == fd.transform.x_max
+    with pytest.raises(DPRegError, match="without noise"):
+        private_fold_data(spec, ranges, total - moms[k], moms[k], (0.0, 1.0),
+                          private_stat_releases(ranges, epsilon=0.1, delta=1e-7),
+                          fold=k, rng=rng)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "ps, match",
+    [
+        ({"exact": True, "epsilon_share": 0.1}, "drop epsilon_share"),
+        ({"exact": "yes"}, "true or false"),
+        ({"exact": False, "epsilon_share": 0}, r"\(0, 1\)"),
+        ({"noise": False}, "mapping with key epsilon_share"),
+    ],
+)
+def test_bad_exact_options_are_refused(ps, match):
+    with pytest.raises(DPRegError, match=match):
+        VariantSpec.from_dict({"stats": "train", "scale": "maxnorm", "private_stats": ps})
+
+
+def test_the_ledger_does_not_call_the_exact_statistics_private():
+    from dpreg.engine.run_ledger import ledger_report
+    from dpreg.engine.sweep import assign_folds, sweep_source
+    from dpreg.preprocess import nonprivate_statistics
+
+    spec = VariantSpec.from_dict(EXACT)
+    listed = " ".join(nonprivate_statistics(spec))
+    assert "public column ranges" in listed
+    assert "column means and sds of the clipped training rows, without noise" in listed
+    assert "y centre" in listed
+    assert spec.to_dict()["private_stats"] == {"exact": True}
+    assert VariantSpec.from_dict(spec.to_dict()) == spec
+    config = {
+        "epsilons": [1.0],
+        "delta": DELTA,
+        "variants": {"pr": EXACT, "ps": _spec(0.1).to_dict()},
+        "experiments": {"e": {"algorithms": ["adassp"], "variants": ["pr", "ps"]}},
+    }
+    report = ledger_report(config, {"toy": 3})["variants"]
+    assert (
+        "without noise" in report["pr"]["note"]
+        and "released with noise" not in report["pr"]["note"]
+    )
+    assert "released with noise" in report["ps"]["note"]
+    # the trials: only the algorithm's releases, at the whole budget
+    X, y, _ = _data(n=400, seed=10)
+    fold = assign_folds(len(y), 4, seed=1, dataset="toy")
+    trials = sweep_source(
+        ArraySource(X, y, fold), ranges=_ranges(), dataset="toy", variants={"pr": EXACT},
+        algorithms=["adassp"], epsilons=[1.0], delta=DELTA, folds=4, repeats=2, seed=1,
+    )  # fmt: skip
+    rel = trials["releases"].iloc[0].split(";")
+    assert [r.split(":")[0] for r in rel] == ["lambda_min", "XtX", "Xty"]
+    np.testing.assert_allclose(trials["eps_basic"], 1.0, rtol=1e-12)

@@ -156,9 +156,10 @@ def ledger_report(config: Mapping[str, Any], dims: Mapping[str, int]) -> dict[st
             "nonprivate_statistics": nonprivate_statistics(spec),
             "note": (
                 "the statistics are released with noise (see the trial tables' releases column)"
-                if spec.private_stats is not None
-                else "these statistics are taken from the data without noise (thesis option 2): "
-                "the composed total is the guarantee of the regression releases only"
+                if spec.releases_statistics
+                else "these statistics are taken from the data without noise (thesis option 2"
+                + (", with the public ranges of option 3" if spec.private_stats else "")
+                + "): the composed total is the guarantee of the regression releases only"
             ),
         }
     return {"algorithms": algorithms, "variants": variants}

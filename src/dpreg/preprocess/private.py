@@ -22,6 +22,13 @@ mapping, whose transform is affine in ``x``:
 4. The regression algorithm gets the remaining ``(1 - share)`` of the budget
    (:func:`algorithm_budget`); the ledger composes all releases.
 
+The control ``private_stats: {exact: true}`` (:class:`~dpreg.preprocess.spec.PrivateStatsSpec`)
+runs the same path with the exact sums of the clipped training rows in place
+of the noisy ones (:func:`exact_statistics`): the same public ranges, clipping,
+``y_scale`` and ``x_max``, no statistics release (an empty list, so the
+ledger is the algorithm's alone, at the whole budget), and statistics that are
+not private (:func:`dpreg.preprocess.spec.nonprivate_statistics` lists them).
+
 References
 ----------
 Kalaja, E. (2020). Adaptive algorithm in differential privacy: comparative
@@ -51,6 +58,8 @@ from dpreg.seeding import as_generator
 __all__ = [
     "STAT_RELEASES",
     "algorithm_budget",
+    "exact_statistics",
+    "fold_releases",
     "private_fold_data",
     "private_stat_releases",
     "release_statistics",
@@ -76,13 +85,16 @@ def private_stat_releases(
     ``mu = gdp_mu(epsilon, delta)`` each release gets ``mu / sqrt(3)``, so the
     three compose to exactly ``(epsilon, delta)`` (Dong, Roth & Su 2019,
     Corollary 3.3); the nominal share of each is reported as
-    ``(epsilon/3, delta/3)``.  ``d`` is accepted for symmetry with the
+    ``(epsilon/3, delta/3)``.  A zero budget (``epsilon == delta == 0``, the
+    share of ``private_stats: {exact: true}``) gives no release.  ``d`` is accepted for symmetry with the
     algorithms' release functions and not used.
 
     References
     ----------
     Dong, J., Roth, A. & Su, W. (2019). Gaussian differential privacy. JRSS-B.
     """
+    if epsilon == 0 and delta == 0:
+        return []  # a zero share (public ranges, exact statistics): nothing is released
     r = ranges.radius
     sens = [float(np.linalg.norm(r)), float(np.linalg.norm(r * r)), float(ranges.yradius)]
     mu = mech.gdp_mu(epsilon=epsilon, delta=delta)
@@ -137,6 +149,48 @@ def release_statistics(
     exact = (train.sx, np.diag(train.sxx), np.array(train.sy))
     out = {nm: v + z for nm, v, z in zip(STAT_RELEASES, exact, noise, strict=True)}
     return {nm: v[0] for nm, v in out.items()} if size is None else out
+
+
+def exact_statistics(train: RawMoments, *, size: int | None = None) -> dict[str, np.ndarray]:
+    """The exact column sums, column sums of squares and y sum (``private_stats.exact``).
+
+    The values :func:`release_statistics` would add noise to -- of the training
+    rows clipped to the public ranges, centred at the ranges' centres -- without
+    noise and without drawing from any generator; with ``size``, repeated along a
+    leading run axis.  Not private.
+    """
+    exact = {
+        "column_sums": np.asarray(train.sx, dtype=float),
+        "column_sums_of_squares": np.diag(train.sxx).astype(float),
+        "y_sum": np.asarray(float(train.sy)),
+    }
+    if size is None:
+        return exact
+    R = check_positive_int(size, "size")
+    return {nm: np.repeat(v[None, ...], R, axis=0) for nm, v in exact.items()}
+
+
+def fold_releases(
+    spec: VariantSpec,
+    train: RawMoments,
+    releases: Sequence[Release],
+    *,
+    rng: np.random.Generator,
+    size: int | None = None,
+) -> dict[str, np.ndarray]:
+    """The statistics a private-stats run fits its transform from: noisy, or exact.
+
+    :func:`exact_statistics` for ``private_stats: {exact: true}`` (which must
+    come with no releases), else :func:`release_statistics`.
+    """
+    if spec.private_stats is not None and spec.private_stats.exact:
+        if releases:
+            raise DPRegError(
+                "private_stats exact: true takes the statistics without noise, "
+                f"but {len(releases)} release(s) were given for them"
+            )
+        return exact_statistics(train, size=size)
+    return release_statistics(train, releases, rng=rng, size=size)
 
 
 # --------------------------------------------------------------------------
@@ -255,7 +309,7 @@ def private_fold_data(
         raise DPRegError(
             "private_stats needs scale 'maxnorm' and no clipping (the transform must be affine in x)"
         )
-    noisy = release_statistics(train, releases, rng=rng)
+    noisy = fold_releases(spec, train, releases, rng=rng)
     tr = _fit_from_noisy(spec, ranges, train.n, noisy, shared)
     _check_mapped_bounds(tr, ranges, train)
     xx, xy, yy, _ = _mapped_moments(tr, ranges, train)

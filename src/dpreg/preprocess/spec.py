@@ -43,9 +43,18 @@ class PrivateStatsSpec:
     ``epsilon_share`` of the total epsilon (and the same share of delta) is
     spent on the column means, sds and y scale; the rest goes to the
     regression algorithm.
+
+    ``exact=True`` is the control of that variant, *not* private in its
+    statistics: the same public ranges (clipping, ``y_scale``, and ``x_max``
+    from the ranges) but the exact training-fold means, sds and y centre of
+    the clipped rows, no statistics release, and the whole (epsilon, delta)
+    for the algorithm (``epsilon_share`` is 0).  Against the private variant
+    it isolates the cost of the noisy statistics; against ``stats: train``
+    without ``private_stats`` the cost of the public ranges.
     """
 
     epsilon_share: float = 0.1
+    exact: bool = False
 
 
 @dataclass(frozen=True)
@@ -117,11 +126,27 @@ class VariantSpec:
                 f"got scale {self.scale!r}"
             )
         if self.private_stats is not None:
-            share = self.private_stats.epsilon_share
-            if not (isinstance(share, int | float) and 0 < share < 1):
+            share, exact = self.private_stats.epsilon_share, self.private_stats.exact
+            if not isinstance(exact, bool):
+                raise DPRegError(
+                    f"variant key 'private_stats.exact' must be true or false, got {exact!r}"
+                )
+            if exact and share != 0:
+                raise DPRegError(
+                    "variant key 'private_stats.exact': true takes the statistics without "
+                    f"noise and spends no budget on them; drop epsilon_share (got {share!r})"
+                )
+            if not exact and not (
+                isinstance(share, int | float) and not isinstance(share, bool) and 0 < share < 1
+            ):
                 raise DPRegError(
                     f"variant key 'private_stats.epsilon_share' must lie in (0, 1), got {share!r}"
                 )
+
+    @property
+    def releases_statistics(self) -> bool:
+        """Whether the transform statistics are released with noise (private_stats, not exact)."""
+        return self.private_stats is not None and not self.private_stats.exact
 
     @property
     def has_intercept(self) -> bool:
@@ -157,11 +182,18 @@ class VariantSpec:
         kw = dict(spec)
         ps = kw.get("private_stats")
         if ps is not None:
-            if not isinstance(ps, Mapping) or set(ps) - {"epsilon_share"}:
+            if not isinstance(ps, Mapping) or set(ps) - {"epsilon_share", "exact"}:
                 raise DPRegError(
-                    f"variant {name!r}: private_stats must be a mapping with key epsilon_share"
+                    f"variant {name!r}: private_stats must be a mapping with key epsilon_share "
+                    "(or exact: true)"
                 )
-            kw["private_stats"] = PrivateStatsSpec(**ps)
+            ps = dict(ps)
+            if ps.get("exact") is True:
+                ps.setdefault("epsilon_share", 0.0)
+            try:
+                kw["private_stats"] = PrivateStatsSpec(**ps)
+            except TypeError as err:
+                raise DPRegError(f"variant {name!r}: private_stats: {err}") from None
         c = kw.get("clip_sigma")
         if isinstance(c, int) and not isinstance(c, bool):
             kw["clip_sigma"] = float(kw["clip_sigma"])
@@ -173,7 +205,10 @@ class VariantSpec:
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         if self.private_stats is not None:
-            out["private_stats"] = {"epsilon_share": self.private_stats.epsilon_share}
+            ps = self.private_stats
+            out["private_stats"] = (
+                {"exact": True} if ps.exact else {"epsilon_share": ps.epsilon_share}
+            )
         return out
 
 
@@ -227,6 +262,11 @@ def nonprivate_statistics(spec: VariantSpec) -> list[str]:
             "public column ranges declared in the config (public_ranges.<dataset>, with their "
             "source): assumed known a priori, never taken from the data"
         )
+        if spec.private_stats.exact:  # public ranges, exact statistics: not private
+            if spec.standardize:
+                out.append(f"column means and sds of the clipped {rows}, without noise")
+            if spec.center_y:
+                out.append(f"y centre of the clipped {rows}, without noise")
         return out
     if spec.clip_sigma is not None:
         out.append(f"clip thresholds mean + {spec.clip_sigma:g} sd ({rows})")
