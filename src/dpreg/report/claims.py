@@ -3,9 +3,11 @@
 :func:`render_markdown` turns ``claims.csv``
 (:func:`dpreg.inference.evaluation.evaluate_claims`) into the verdict block of
 a README and :func:`replace_readme_block` puts it between the claims
-markers; ``dpreg claims {evaluate,readme,check-readme}`` (or ``python -m
+markers; ``dpreg claims {evaluate,readme,check-readme,derive}`` (or ``python -m
 dpreg.report.claims ...``, the same command) runs the claims outside
-Snakemake (see config/README.md).
+Snakemake (see config/README.md); ``derive`` rewrites a README's derived
+numbers from the tables (:mod:`dpreg.report.derived`), which ``check-readme``
+recomputes.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from dpreg.io.tables import (
     write_claims,
     write_text_atomic,
 )
+from dpreg.report.derived import check_derived, rewrite_derived, untagged_text
 from dpreg.report.quotes import table_values, unverified_numbers
 
 __all__ = [
@@ -204,20 +207,27 @@ def _cli_trial_files(cfg: Mapping[str, Any], root: Path):
     return files, select
 
 
-def _check_readme(readme: str, tables: str, provenance: str) -> int:
-    sources = sorted(Path(tables).glob("*.csv")) + [p for p in [Path(provenance)] if p.exists()]
+def _check_readme(readme: str, tables: Sequence[str], provenance: str) -> int:
+    sources = [p for t in tables for p in sorted(Path(t).glob("*.csv"))]
+    sources += [p for p in [Path(provenance)] if p.exists()]
     # numbers are checked only against whole tables: a sidecar that exists must match (a
     # committed table without one is checked by git)
     for source in sources:
         verify(source, "results file", missing_ok=True)
-    bad = unverified_numbers(Path(readme).read_text(encoding="utf-8"), table_values(sources))
+    text = Path(readme).read_text(encoding="utf-8")
+    # derived numbers (tagged with their computation) are recomputed; the rest must be in a table
+    wrong = check_derived(text, tables)
+    for message in wrong:
+        print(f"{readme}: {message} (rewrite with: dpreg claims derive --readme {readme})")
+    bad = unverified_numbers(untagged_text(text), table_values(sources))
+    where = " or ".join(tables)
     for number in bad:
-        print(f"{readme}: {number} is in no table under {tables} (nor in {provenance})")
-    return 1 if bad else 0
+        print(f"{readme}: {number} is in no table under {where} (nor in {provenance})")
+    return 1 if bad or wrong else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``dpreg claims {register,evaluate,readme,check-readme}`` (see config/README.md)."""
+    """``dpreg claims {register,evaluate,readme,check-readme,derive}`` (see config/README.md)."""
     parser = argparse.ArgumentParser(
         prog="dpreg claims",
         description="Claims as data: paired comparisons with computed verdicts.",
@@ -248,8 +258,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     rd.add_argument("--readme", default="results/README.md")
     ck = sub.add_parser("check-readme", help="list README numbers found in no table")
     ck.add_argument("--readme", default="results/README.md")
-    ck.add_argument("--tables", default="results/tables")
+    ck.add_argument(
+        "--tables", action="append", help="folder of CSV tables (repeatable; results/tables)"
+    )
     ck.add_argument("--provenance", default="results/provenance.json")
+    dv = sub.add_parser("derive", help="rewrite a README's tagged derived numbers from the tables")
+    dv.add_argument("--readme", default="results/wang-suite/README.md")
+    dv.add_argument(
+        "--tables",
+        action="append",
+        help="folder of CSV tables (repeatable; results/tables and results/wang-suite)",
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "register":
@@ -257,7 +276,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"registered {len(record['claims'])} claims in {lock_path(args.claims)}")
             return 0
         if args.command == "check-readme":
-            return _check_readme(args.readme, args.tables, args.provenance)
+            return _check_readme(args.readme, args.tables or ["results/tables"], args.provenance)
+        if args.command == "derive":
+            path = Path(args.readme)
+            folders = args.tables or ["results/tables", "results/wang-suite"]
+            text = path.read_text(encoding="utf-8")
+            changed = len(check_derived(text, folders))
+            write_text_atomic(path, rewrite_derived(text, folders))
+            print(
+                f"{path}: derived numbers recomputed from {', '.join(folders)} ({changed} changed)"
+            )
+            return 0
         if args.command == "evaluate":
             cfg = _load_config(args.config)
             files, select = _cli_trial_files(cfg, Path(args.trials))
