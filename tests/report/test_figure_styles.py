@@ -218,3 +218,32 @@ def test_non_private_references_in_every_ridge_experiment():
             assert "ols" in exp["algorithms"], name
             rows_ok = not any("private_stats" in cfg["variants"][v] for v in exp["variants"])
             assert ("ridge-cv" in exp["algorithms"]) == rows_ok, name
+
+
+def test_ratio_figure_shades_the_simultaneous_band_behind_paired_bars(tmp_path):
+    algs = ["adassp-tight", "ihm-tight", "ridge"]
+    tab = table(algs)
+    rel = ratio_table(tab, "mse_median", reference="adassp-tight")
+    bands = rel[rel["algorithm"] == "ihm-tight"][["dataset", "variant", "algorithm", "epsilon"]]
+    r = rel.loc[bands.index, "ratio"].to_numpy()
+    bands = bands.assign(
+        ratio=r, ratio_lo=0.95 * r, ratio_hi=1.05 * r, band_low=0.9 * r, band_high=1.1 * r
+    )
+    fig = draw(tab, tmp_path, reference="adassp-tight", algorithms=algs, bands=bands)
+    ax = fig.axes[0]
+    shaded = [c for c in ax.collections if "FillBetween" in type(c).__name__]
+    assert len(shaded) == 1  # ihm's band; ridge (non-private) gets none
+    path = shaded[0].get_paths()[0].vertices
+    part = bands[bands["dataset"] == "d1"]
+    assert np.isclose(path[:, 1].max(), part["band_high"].max())
+    assert np.isclose(path[:, 1].min(), part["band_low"].min())
+    # the bars are the paired intervals given with the band
+    bars = [c for c in ax.collections if type(c).__name__ == "LineCollection"]
+    tops = np.concatenate([[seg[:, 1].max() for seg in b.get_segments()] for b in bars])
+    np.testing.assert_allclose(np.sort(tops), np.sort(part["ratio_hi"]), rtol=1e-12)
+    labels = list(curves(fig))
+    assert any(t.startswith("shaded: simultaneous band over ε") for t in labels)
+    assert any(t.startswith("bars: paired bootstrap CI") for t in labels)
+    # a line figure ignores bands
+    draw_figure(tab, figure={"kind": "lines"}, experiment="e", dataset_info=INFO,
+                out_png=tmp_path / "l.png", out_pdf=tmp_path / "l.pdf", bands=bands)  # fmt: skip

@@ -379,13 +379,15 @@ def draw_figure(table: pd.DataFrame, *, figure: Mapping[str, Any] | None = None,
     """Draw an experiment's table as its ``figure`` option asks (see the module docstring).
 
     ``kw`` are :func:`dpreg.report.figures.plot_experiment`'s arguments; a
-    ratio figure ignores ``cap`` (ratios are drawn to scale).
+    ratio figure ignores ``cap`` (ratios are drawn to scale) and takes ``bands``
+    (:func:`dpreg.inference.bands.curve_bands`), which a line figure ignores.
     """
     option = check_figure_option(
         figure,
         variants=kw.get("variants") or sorted(set(table["variant"].astype(str))),
         algorithms=kw.get("algorithms") or sorted(set(table["algorithm"].astype(str))),
     )
+    bands = kw.pop("bands", None)  # a ratio figure's (curve_bands); a line figure has none
     if option["kind"] == "lines":
         return plot_experiment(table, **kw)
     kw.pop("cap", DEFAULT_CAP)
@@ -393,6 +395,7 @@ def draw_figure(table: pd.DataFrame, *, figure: Mapping[str, Any] | None = None,
         table,
         reference=option["reference"],
         reference_variant=option["reference_variant"],
+        bands=bands,
         **kw,
     )
 
