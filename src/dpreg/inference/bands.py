@@ -10,8 +10,8 @@ The band here covers the whole curve at once with probability about 1 - alpha
 of the ratio figures).  It is description, like the per-point intervals: the
 decision of a claim is its pooled effect (:mod:`dpreg.inference.pooled`).
 
-The band: max-|t| (studentised sup-t)
--------------------------------------
+The band: max abs t (studentised sup-t)
+---------------------------------------
 On the log scale, with estimates theta_e = log r_e and bootstrap replicates
 theta*_be (the same replicate matrix, B x points, the per-point intervals
 come from), the studentised deviation of replicate b at point e is
@@ -19,7 +19,7 @@ come from), the studentised deviation of replicate b at point e is
     t_be = (theta*_be - theta_e) / s_e,
 
 and the band is theta_e +- c s_e, where c is the (1 - alpha') quantile over
-the replicates of max_e |t_be| (Davison & Hinkley 1997, ch. 5; the sup-t band
+the replicates of ``max_e abs(t_be)`` (Davison & Hinkley 1997, ch. 5; the sup-t band
 of Montiel Olea & Plagborg-Moller 2019).  Two choices make the band extend
 the per-point intervals rather than sit beside them:
 
@@ -27,12 +27,12 @@ the per-point intervals rather than sit beside them:
   [lo_e, hi_e]: s_e = log hi_e - theta_e above and theta_e - log lo_e below.
   For a normal bootstrap distribution this is z * se_e (so the studentisation
   is the textbook one up to a constant common to all points); for a skewed
-  one it keeps the percentile interval's asymmetry.  Then |t_be| <= 1 exactly
+  one it keeps the percentile interval's asymmetry.  Then ``abs(t_be) <= 1`` exactly
   when replicate b lies in the point's interval, and the band at point e is
   [theta_e - c (theta_e - log lo_e), theta_e + c (log hi_e - theta_e)].
 - alpha' is the tail mass of the per-point intervals (the expanded alpha of
   :func:`dpreg.inference.bootstrap.expanded_alpha`, for the same reason: few
-  top-level units).  The sup over points is at least any one point's |t|, so
+  top-level units).  The sup over points is at least any one point's ``abs(t)``, so
   c >= 1 up to the interpolation of the quantile; c is floored at 1, hence
   the band contains every per-point interval.  With one point there is no
   multiplicity and the band is that point's interval.

@@ -21,7 +21,7 @@ The tag reads ``q TABLE STAT A/B REDUCE [FILTER ...] [ceil]``:
   ``median``; ``argmin.dataset``, ``argmin.epsilon``, ``argmax.dataset``,
   ``argmax.epsilon`` (where the min / max is); ``eps-median-min`` and
   ``eps-median-max`` (the smallest and largest over epsilon of the median
-  over datasets); ``maxdev-pct`` (100 max |ratio - 1|); ``below`` (how many
+  over datasets); ``maxdev-pct`` (``100 max abs(ratio - 1)``); ``below`` (how many
   ratios are < 1);
 - ``FILTER``: ``eps=V``, ``eps<=V``, ``eps>=V`` (the epsilons kept);
 - ``ceil``: round up at the quoted precision (a bound, "within 3.4%").
