@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpreg._validation import DPRegError, check_positive_int
-from dpreg.preprocess.private import fold_releases
+from dpreg.preprocess.private import fold_releases, release_statistics
 from dpreg.preprocess.ranges import PublicRanges, RawMoments
 from dpreg.preprocess.spec import VariantSpec
 from dpreg.preprocess.stats import ScoreStats, SuffStats, check_rows_within_bounds
@@ -80,7 +80,11 @@ def private_fold_data_runs(
             "private_stats needs scale 'maxnorm' and no clipping (the transform must be affine in x)"
         )
     d = train.sx.size
-    noisy = fold_releases(spec, train, releases, rng=rng, size=R)
+    noisy = (
+        fold_releases(spec, train, releases, rng=rng, size=R)  # exact: the control, no noise
+        if spec.private_stats.exact
+        else release_statistics(train, releases, rng=rng, size=R)
+    )
     s1 = noisy["column_sums"]  # (R, d)
     s2 = noisy["column_sums_of_squares"]  # (R, d)
     s0 = noisy["y_sum"]  # (R,)
