@@ -473,6 +473,7 @@ def test_plot_kwargs_and_notes(no_diffprivlib):
     }
     defaults = plan.plot_kwargs("e2")
     assert (defaults["title"], defaults["statistic"], defaults["cap"]) == ("e2", "median", 10)
+
     del cfg["bootstrap"]
     assert Plan.from_config(cfg).plot_kwargs("e2")["level"] == 0.95
     assert plan.bootstrap_params() == {"seed": 7, "bootstrap": {"level": 0.9}}
@@ -591,3 +592,10 @@ def test_a_claim_whose_epsilon_range_holds_no_grid_point_stops_the_plan():
 def test_a_claim_within_its_experiment_is_accepted():
     claim = {"id": "c3", "a": {"algorithm": "adassp"}, "datasets": ["a"], "epsilons": [1, 1]}
     Plan.from_config(make_config(e1=exp(["adassp", "trivial"], claims=[claim])))
+
+
+def test_a_variant_with_exact_statistics_is_noted_as_not_private(no_diffprivlib):
+    cfg = make_config(e1=exp(["adassp"], variants=["v1", "pr"]))
+    cfg["variants"]["pr"] = {"scale": "maxnorm", "private_stats": {"exact": True}}
+    note = Plan.from_config(cfg).plot_kwargs("e1")["note"]
+    assert note == "pr: public ranges with exact statistics (not private)"

@@ -427,6 +427,11 @@ class Plan:
             notes.append(f"repeats per fold: {listed} (others {default})")
         algs = self.algorithms(experiment)
         notes += [f"{a}: {ALGORITHMS[a].note}" for a in algs if ALGORITHMS[a].note]
+        variants = self.config.get("variants") or {}
+        for v in self.config["experiments"][experiment].get("variants", []):
+            ps = (variants.get(v) or {}).get("private_stats") or {}
+            if ps.get("exact") is True:  # the control of private pre-processing
+                notes.append(f"{v}: public ranges with exact statistics (not private)")
         return notes
 
     def plot_kwargs(self, experiment: str) -> dict[str, Any]:
