@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from dpreg.inference.bands import curve_bands, simultaneous_band
@@ -123,3 +124,22 @@ def test_curve_bands_of_a_ratio_figure():
     )  # fmt: skip
     got = bands[(bands["dataset"] == ds) & (bands["algorithm"] == a[1])]
     np.testing.assert_allclose(got["ratio_lo"], one["ratio_lo"], rtol=1e-12)
+
+
+def test_curve_bands_reuse_the_summary_medians():
+    from test_claims import synthetic_sweep_trials
+
+    from dpreg.inference.intervals import bootstrap_intervals
+    from dpreg.report.ratios import band_comparisons
+
+    trials = synthetic_sweep_trials()
+    cells = sorted(set(zip(trials["variant"], trials["algorithm"], strict=True)))
+    pairs = band_comparisons(cells, {"kind": "ratio", "reference": cells[0][1]})
+    kw = {"statistic": "median", "seed": 4, "level": LEVEL, "resamples": 300}
+    cache: dict = {}
+    bootstrap_intervals(trials, seed=4, resamples=300, median_cache=cache)
+    filled = len(cache)
+    assert filled
+    shared = curve_bands(trials, pairs, median_cache=cache, **kw)
+    assert len(cache) == filled  # every median came from the summary's bootstrap
+    pd.testing.assert_frame_equal(shared, curve_bands(trials, pairs, **kw))

@@ -41,8 +41,14 @@ seed, level, resamples = bootstrap_settings(settings)
 present = set(trial_file_columns(smk.input.trials[0]))
 columns = [c for c in SUMMARY_TRIAL_COLUMNS if c in present]
 trials = read_trials(smk.input.trials, columns=columns, **select)
+medians: dict = {}  # replicate medians of the table, reused by a ratio figure's bands
 table = summarise(
-    trials, experiment=smk.params.experiment, seed=seed, level=level, resamples=resamples
+    trials,
+    experiment=smk.params.experiment,
+    seed=seed,
+    level=level,
+    resamples=resamples,
+    median_cache=medians,
 )
 write_table(table, smk.output.table)
 # a ratio figure: the paired intervals and simultaneous bands of its curves, from the trials
@@ -59,7 +65,13 @@ if pairs:
         smk.params.experiment
     ].get("statistic", "median")
     bands = curve_bands(
-        trials, pairs, statistic=statistic, seed=seed, level=level, resamples=resamples
+        trials,
+        pairs,
+        statistic=statistic,
+        seed=seed,
+        level=level,
+        resamples=resamples,
+        median_cache=medians,
     )
 logging.info(
     "%d trials -> %d rows; %d failed trials; %.0f%% intervals from %d bootstrap replicates",
@@ -69,7 +81,7 @@ logging.info(
     100 * level,
     resamples,
 )
-del trials, table
+del trials, table, medians
 
 # --- the figure -------------------------------------------------------------
 plot = smk.params.plot

@@ -164,6 +164,7 @@ def curve_bands(
     seed: int,
     level: float,
     resamples: int,
+    median_cache: dict[tuple, tuple[float, np.ndarray]] | None = None,
 ) -> pd.DataFrame:
     """Paired per-point intervals and simultaneous bands of ratio curves (for the figures).
 
@@ -177,6 +178,10 @@ def curve_bands(
     statistic, seed, level, resamples
         As for :func:`dpreg.inference.intervals.paired_ratios` (failed trials
         left out, as in the summary tables).
+    median_cache : dict, optional
+        The replicate medians the summary computed from the same trials
+        (:func:`dpreg.report.summary.summarise`'s ``median_cache``): reused,
+        not recomputed.
 
     Returns
     -------
@@ -187,7 +192,9 @@ def curve_bands(
     rows = []
     cells = sorted({side for pair in comparisons for side in pair})
     for dataset, part in trials.groupby("dataset", observed=True, sort=True):
-        designs = PairedDesigns(part, cells, seed=seed, resamples=resamples)
+        designs = PairedDesigns(
+            part, cells, seed=seed, resamples=resamples, median_cache=median_cache
+        )
         eps = sorted(set(part["epsilon"].astype(float)))
         for a, b in comparisons:
             found = designs.ratio_replicates(a, b, eps, statistic=statistic)

@@ -42,6 +42,7 @@ def bootstrap_intervals(
     seed: int,
     level: float = DEFAULT_LEVEL,
     resamples: int = DEFAULT_RESAMPLES,
+    median_cache: dict[tuple, tuple[float, np.ndarray]] | None = None,
 ) -> pd.DataFrame:
     """Confidence intervals for the mean and median test MSE of every cell.
 
@@ -56,6 +57,9 @@ def bootstrap_intervals(
         Confidence level in (0, 1).
     resamples : int
         Bootstrap replicates per dataset.
+    median_cache : dict, optional
+        Shared by the designs (see :class:`DesignBootstrap`): filled here, it
+        lets later bootstraps of the same trials reuse the replicate medians.
 
     Returns
     -------
@@ -68,7 +72,7 @@ def bootstrap_intervals(
     resamples = check_resamples(resamples)
     parts = []
     for _, part in _by_repeat_count(trials):
-        boot = DesignBootstrap(part, seed=seed, resamples=resamples)
+        boot = DesignBootstrap(part, seed=seed, resamples=resamples, median_cache=median_cache)
         out = boot.cells.copy()
         for stat in STATISTICS:
             _, reps = boot.statistic(stat)

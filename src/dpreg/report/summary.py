@@ -101,6 +101,7 @@ def summarise(
     seed: int = DEFAULT_SEED,
     level: float = DEFAULT_LEVEL,
     resamples: int = DEFAULT_RESAMPLES,
+    median_cache: dict | None = None,
 ) -> pd.DataFrame:
     """One row per (dataset, variant, algorithm, epsilon) of a trial table.
 
@@ -119,6 +120,10 @@ def summarise(
         Confidence level of the intervals (config ``bootstrap.level``).
     resamples : int
         Bootstrap replicates (config ``bootstrap.resamples``).
+    median_cache : dict, optional
+        Replicate medians by design and cell, filled here; passed on to later
+        bootstraps of the same trials (a ratio figure's bands,
+        :func:`dpreg.inference.bands.curve_bands`) they are not recomputed.
 
     Returns
     -------
@@ -205,7 +210,9 @@ def summarise(
         led = trials[ledger].reset_index(drop=True)
         out = out.join(led.groupby(cell, sort=True).first(), how="left")
     out.index = keys[out.index.to_numpy()]
-    intervals = bootstrap_intervals(frame, seed=seed, level=level, resamples=resamples)
+    intervals = bootstrap_intervals(
+        frame, seed=seed, level=level, resamples=resamples, median_cache=median_cache
+    )
     out = out.join(intervals.set_index(GROUP_KEYS)[INTERVAL_COLUMNS], how="left")
     out = out.reset_index()
     out.insert(0, "experiment", experiment)
