@@ -431,6 +431,7 @@ def test_sweep_kwargs_hold_only_what_the_shard_runs():
         "epsilons": [0.1, 1.0],
         "delta": 1e-6,
         "folds": 3,
+        "partitions": 1,
         "seed": 7,
         "rho": 0.05,
         "xtx_offset": 1.0,

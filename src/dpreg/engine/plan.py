@@ -365,6 +365,7 @@ class Plan:
             "epsilons": list(cfg["epsilons"]),
             "delta": cfg["delta"],
             "folds": cfg["cv"]["folds"],
+            "partitions": cfg["cv"].get("partitions", 1),
             "seed": cfg["seed"],
             "rho": cfg["rho"],
             "xtx_offset": cfg["xtx_offset"],
@@ -476,5 +477,6 @@ class Plan:
         """Minutes of a sweep job; grows with its number of trials, doubled on retry."""
         plan = self.sweep_plan(dataset, shard)
         per_point = sum(r for algs in plan.values() for r in algs.values())
-        trials = per_point * len(self.config["epsilons"]) * self.config["cv"]["folds"]
+        cv = self.config["cv"]
+        trials = per_point * len(self.config["epsilons"]) * cv["folds"] * cv.get("partitions", 1)
         return int(30 + trials // 20000) * attempt

@@ -94,7 +94,7 @@ def claim_points(
         keep = [0] if flat else list(range(len(pairs)))
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = est_a / est_b
-        lo, hi = _percentile_interval(reps, level, boot.folds)
+        lo, hi = _percentile_interval(reps, level, boot.clusters)
         verdicts = point_verdicts(lo, hi, expect=c.expect, margin=c.margin)
         fail_a = boot.failed[rows_a].mean(axis=1)
         fail_b = boot.failed[rows_b].mean(axis=1)

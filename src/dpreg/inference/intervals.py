@@ -73,7 +73,7 @@ def bootstrap_intervals(
         for stat in STATISTICS:
             _, reps = boot.statistic(stat)
             out[f"mse_{stat}_lo"], out[f"mse_{stat}_hi"] = _percentile_interval(
-                reps, level, boot.folds
+                reps, level, boot.clusters
             )
         parts.append(out)
     if not parts:
@@ -275,7 +275,7 @@ class PairedDesigns:
         boot, pairs, est_a, est_b, ratio_reps = found
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = est_a / est_b
-        lo, hi = _percentile_interval(ratio_reps, level, boot.folds)
+        lo, hi = _percentile_interval(ratio_reps, level, boot.clusters)
         rows = [
             {
                 "epsilon": eps,

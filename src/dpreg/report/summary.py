@@ -80,12 +80,13 @@ TABLE_COLUMNS = SUMMARY_COLUMNS
 REQUIRED_TRIAL_COLUMNS = [
     c
     for c in TRIAL_COLUMNS
-    if c not in ("lam", "calibration", "seed_key", "coef_err", *LEDGER_COLUMNS)
+    if c not in ("lam", "calibration", "seed_key", "coef_err", "partition", *LEDGER_COLUMNS)
 ]
 
-#: Trial columns a summary reads: the required ones, the coefficient error
-#: (optional: NaN without it) and the privacy ledger.
-SUMMARY_TRIAL_COLUMNS = [*REQUIRED_TRIAL_COLUMNS, "coef_err", *LEDGER_COLUMNS]
+#: Trial columns a summary reads: the required ones, the partition (optional:
+#: one partition without it), the coefficient error (optional: NaN without
+#: it) and the privacy ledger.
+SUMMARY_TRIAL_COLUMNS = [*REQUIRED_TRIAL_COLUMNS, "partition", "coef_err", *LEDGER_COLUMNS]
 
 #: Root seed used when none is given (the default configuration's).
 DEFAULT_SEED = 20200601
@@ -152,7 +153,9 @@ def summarise(
     if trials.empty:
         return empty_frame(TABLE_COLUMNS, SUMMARY_DTYPES)
 
-    frame = trials[REQUIRED_TRIAL_COLUMNS].copy()
+    frame = trials[
+        [*REQUIRED_TRIAL_COLUMNS, *(["partition"] if "partition" in trials.columns else [])]
+    ].copy()
     frame["coef_err"] = (
         pd.to_numeric(trials["coef_err"], errors="raise").astype(float).to_numpy()
         if "coef_err" in trials.columns
