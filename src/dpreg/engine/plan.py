@@ -42,6 +42,7 @@ __all__ = [
     "PRIORITY",
     "SWEEP_PRIORITY_BASE",
     "Plan",
+    "cv_design",
     "available_algorithms",
     "shard_of",
 ]
@@ -96,6 +97,14 @@ def shard_of(algorithm: str) -> str:
     imports once (about a second), however many algorithms it runs.
     """
     return "rows" if get_algorithm(algorithm).needs_rows else "stats"
+
+
+def cv_design(cv: Mapping[str, Any]) -> str:
+    """The trials' split design in words, for figure notes and captions: "10 folds",
+    or "5 partitions × 10 folds" with ``cv.partitions`` > 1 (each point's trials are
+    this times its noise repeats per fold)."""
+    P = int(cv.get("partitions", 1))
+    return (f"{P} partitions × " if P > 1 else "") + f"{int(cv['folds'])} folds"
 
 
 def _unknown(kind: str, name: str, where: str, known: Iterable[str]) -> DPRegError:
@@ -421,7 +430,10 @@ class Plan:
             f"{name} not installed ({hint})"
             for name, hint in self.skipped.get(experiment, {}).items()
         ]
-        default = self.config["cv"]["repeats"]
+        cv = self.config["cv"]
+        default = cv["repeats"]
+        if cv.get("partitions", 1) > 1:  # one partition: the caption states the design
+            notes.append(f"trials per point: {cv_design(cv)} × {default} repeats")
         odd = {a: r for a, r in self.repeats(experiment).items() if r != default}
         if odd:
             listed = ", ".join(f"{a} {r}" for a, r in odd.items())
