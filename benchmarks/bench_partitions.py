@@ -48,6 +48,11 @@ def main() -> None:
     p.add_argument("--dataset", default=None, help="dataset name (default: the table's stem)")
     p.add_argument("--design", action="append", default=None, help="P:R (repeatable)")
     p.add_argument("--best-of", type=int, default=1)
+    p.add_argument(
+        "--split-experiment-repeats",
+        action="store_true",
+        help="divide each experiment's own repeats by P (rounded up): the same trials per point",
+    )
     args = p.parse_args()
     from dpreg.engine.plan import Plan
     from dpreg.engine.sources import sweep_dataset
@@ -58,6 +63,13 @@ def main() -> None:
         P, R = (int(v) for v in design.split(":"))
         cfg = copy.deepcopy(base)
         cfg["cv"].update(partitions=P, repeats=R)
+        if args.split_experiment_repeats:
+            for exp in cfg["experiments"].values():
+                given = exp.get("repeats")
+                if isinstance(given, int):
+                    exp["repeats"] = -(-given // P)
+                elif isinstance(given, dict):
+                    exp["repeats"] = {a: -(-r // P) for a, r in given.items()}
         plan = Plan.from_config(cfg)
         total = 0.0
         for shard in ("stats", "rows"):

@@ -1,6 +1,6 @@
 """Aggregate per-trial results and write the pipeline's tables.
 
-A *trial* is one (dataset, variant, algorithm, epsilon, fold, repeat) of the
+A *trial* is one (dataset, variant, algorithm, epsilon, partition, fold, repeat) of the
 sweep (:func:`dpreg.engine.sources.sweep_dataset`).  :func:`summarise` reduces the
 trials of an experiment to one row per (dataset, variant, algorithm, epsilon)
 with the statistics the thesis and Wang (2018) report: the mean test MSE
@@ -12,8 +12,8 @@ counted in ``failed`` and excluded from every statistic; they are never
 dropped silently.  When every trial of a row failed its statistics are NaN.
 
 Every row also carries bootstrap confidence intervals for the mean and the
-median (:func:`dpreg.inference.intervals.bootstrap_intervals`: folds and repeats within
-folds resampled, deterministic from the configuration's seed).
+median (:func:`dpreg.inference.intervals.bootstrap_intervals`: partitions, folds within
+them and repeats within folds resampled, deterministic from the configuration's seed).
 
 Column lists, dtypes and the (deterministic, atomic) writers live in
 :mod:`dpreg.io.tables`; they are re-exported here for existing callers.  The
