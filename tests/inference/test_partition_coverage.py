@@ -93,3 +93,27 @@ def test_resampling_folds_only_misses_the_partition_variation(intervals):
     assert covers(folds_only, "mean") <= 0.75
     width = lambda ci: (ci["mse_mean_hi"] - ci["mse_mean_lo"]).median()  # noqa: E731
     assert width(nested) >= 2.0 * width(folds_only)
+
+
+def test_pooled_claim_intervals_carry_the_partition_variation():
+    """A claim pools datasets, each contributing one replicate of its design
+    bootstrap (dpreg.inference.pooled): with partitions resampled its units are
+    the datasets and their partitions.  On 4 datasets of the design above the
+    pooled interval of the mean log error must then be wider than with the
+    partitions ignored, by about the ratio of the standard errors (0.228 /
+    0.084 = 2.7 per dataset; at least 1.5x leaves room for the 4-dataset
+    resampling both share)."""
+    from dpreg.inference.bootstrap import DesignBootstrap
+    from dpreg.inference.pooled import pool_datasets
+
+    frame = designs(4, seed=7)
+    widths = {}
+    for name, trials in (("nested", frame), ("folds_only", frame.drop(columns=["partition"]))):
+        points, reps = [], []
+        for _ds, part in trials.groupby("dataset"):
+            est, rep = DesignBootstrap(part, seed=5, resamples=1000).statistic("mean")
+            points.append(float(np.log(est[0])))
+            reps.append(np.log(rep[:, 0]))
+        lo, hi = pool_datasets(points, reps, seed=5, key="c").interval(0.05)
+        widths[name] = hi - lo
+    assert widths["nested"] >= 1.5 * widths["folds_only"]
