@@ -100,9 +100,10 @@ def test_pooled_claim_intervals_carry_the_partition_variation():
     bootstrap (dpreg.inference.pooled): with partitions resampled its units are
     the datasets and their partitions.  On 4 datasets of the design above the
     pooled interval of the mean log error must then be wider than with the
-    partitions ignored, by about the ratio of the standard errors (0.228 /
-    0.084 = 2.7 per dataset; at least 1.5x leaves room for the 4-dataset
-    resampling both share)."""
+    partitions ignored (which would give the same width: the datasets are
+    drawn alike).  Per dataset the standard errors differ by 0.228 / 0.084 =
+    2.7x, diluted by the spread between the 4 datasets both intervals share:
+    measured 0.88 against 0.56 (1.59x); 1.3x is well above equality."""
     from dpreg.inference.bootstrap import DesignBootstrap
     from dpreg.inference.pooled import pool_datasets
 
@@ -116,4 +117,4 @@ def test_pooled_claim_intervals_carry_the_partition_variation():
             reps.append(np.log(rep[:, 0]))
         lo, hi = pool_datasets(points, reps, seed=5, key="c").interval(0.05)
         widths[name] = hi - lo
-    assert widths["nested"] >= 1.5 * widths["folds_only"]
+    assert widths["nested"] >= 1.3 * widths["folds_only"]
