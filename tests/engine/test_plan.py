@@ -12,7 +12,7 @@ import yaml
 
 from dpreg._validation import DPRegError
 from dpreg.algorithms import ALGORITHMS
-from dpreg.engine.plan import PRIORITY, SWEEP_PRIORITY_BASE, Plan, shard_of
+from dpreg.engine.plan import PRIORITY, SWEEP_PRIORITY_BASE, Plan, cv_design, shard_of
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -431,6 +431,7 @@ def test_sweep_kwargs_hold_only_what_the_shard_runs():
         "epsilons": [0.1, 1.0],
         "delta": 1e-6,
         "folds": 3,
+        "partitions": 1,
         "seed": 7,
         "rho": 0.05,
         "xtx_offset": 1.0,
@@ -552,6 +553,27 @@ def test_runtime_grows_with_trials_and_attempt():
     plan = Plan.from_config(cfg)
     assert plan.sweep_runtime("a", "stats") == 30 + 60_000 // 20_000
     assert plan.sweep_runtime("a", "stats", 3) == (30 + 3) * 3
+    # five partitions: five times the trials (300,000)
+    cfg["cv"]["partitions"] = 5
+    assert Plan.from_config(cfg).sweep_runtime("a", "stats") == 30 + 300_000 // 20_000
+
+
+def test_partitions_reach_the_sweep_and_the_notes():
+    """cv.partitions goes to every sweep job (default 1) and, above 1, into the
+    figure's note in the one wording of cv_design (the caption's too)."""
+    cfg = make_config(e1=exp(["adassp", "tukey-em"], repeats={"tukey-em": 1}))
+    plan = Plan.from_config(cfg)
+    assert plan.sweep_kwargs("a", "stats")["partitions"] == 1
+    assert cv_design(cfg["cv"]) == "3 folds"
+    assert plan.figure_notes("e1") == ["repeats per fold: tukey-em 1 (others 2)"]
+    cfg["cv"]["partitions"] = 5
+    plan = Plan.from_config(cfg)
+    assert plan.sweep_kwargs("a", "rows")["partitions"] == 5
+    assert cv_design(cfg["cv"]) == "5 partitions × 3 folds"
+    assert plan.figure_notes("e1") == [
+        "trials per point: 5 partitions × 3 folds × 2 repeats",
+        "repeats per fold: tukey-em 1 (others 2)",
+    ]
 
 
 # --------------------------------------------------------------------------

@@ -27,22 +27,23 @@ from dpreg.io.trials import read_trials, select_trials, write_trials
 from dpreg.report.summary import summarise
 
 
-def cell_trials(seed=0, *, names=("v", "w"), datasets=("d1", "d2"), K=4, R=7):
-    """Trials of every (dataset, variant, algorithm, epsilon) on a K x R design,
-    with failed trials, ties, one all-failed cell and an algorithm with fewer repeats."""
+def cell_trials(seed=0, *, names=("v", "w"), datasets=("d1", "d2"), K=4, R=7, P=1):
+    """Trials of every (dataset, variant, algorithm, epsilon) on a P x K x R design
+    (fold ids p K + k, as the sweep numbers them), with failed trials, ties, one
+    all-failed cell and an algorithm with fewer repeats."""
     rng = np.random.default_rng(seed)
     rows = []
     for ds in datasets:
         for v in names:
             for alg, reps in (("b", R), ("a", R), ("few", 2)):
                 for eps in (10.0, 0.5, 1.0):
-                    mse = rng.lognormal(sigma=1.5, size=(K, reps))
+                    mse = rng.lognormal(sigma=1.5, size=(P * K, reps))
                     if alg == "a":
                         mse = np.round(mse, 1)  # ties
-                    failed = rng.random((K, reps)) < 0.1
+                    failed = rng.random((P * K, reps)) < 0.1
                     if (ds, v, alg, eps) == (datasets[0], names[0], "b", 1.0):
                         failed[:] = True
-                    f, r = np.indices((K, reps)).reshape(2, -1)
+                    f, r = np.indices((P * K, reps)).reshape(2, -1)
                     rows.append(
                         pd.DataFrame(
                             {
@@ -51,6 +52,7 @@ def cell_trials(seed=0, *, names=("v", "w"), datasets=("d1", "d2"), K=4, R=7):
                                 "algorithm": alg,
                                 "epsilon": eps,
                                 "delta": 1e-6,
+                                "partition": f // K,
                                 "fold": f,
                                 "repeat": r,
                                 "mse": np.where(failed, np.nan, mse).ravel(),
@@ -140,8 +142,9 @@ def test_percentile_interval_equals_nanquantile_per_column():
         assert (lo[g], hi[g]) == (want[0], want[1]), g
 
 
-def test_medians_of_some_cells_equal_those_of_all_cells():
-    trials = cell_trials(seed=5, datasets=("d1",))
+@pytest.mark.parametrize("P", [1, 5])
+def test_medians_of_some_cells_equal_those_of_all_cells(P):
+    trials = cell_trials(seed=5, datasets=("d1",), P=P)
     full = DesignBootstrap(trials, seed=1, resamples=300)
     est, reps = full.statistic("median")
     cache: dict = {}
@@ -203,8 +206,9 @@ def test_replicate_medians_equal_the_full_scan(N, band, monkeypatch):
             assert got[b, g] == 0.5 * (values[g, order[lo]] + values[g, order[hi]])
 
 
-def test_paired_designs_equal_paired_ratios():
-    trials = cell_trials(seed=6, datasets=("d1",))
+@pytest.mark.parametrize("P", [1, 5])
+def test_paired_designs_equal_paired_ratios(P):
+    trials = cell_trials(seed=6, datasets=("d1",), P=P)
     cells = [("v", "a"), ("v", "b"), ("w", "a"), ("v", "few")]
     designs = PairedDesigns(trials, cells, seed=2, resamples=200)
     for a, b, stat in (
@@ -224,8 +228,9 @@ def test_paired_designs_equal_paired_ratios():
 # --------------------------------------------------------------------------
 # summary
 # --------------------------------------------------------------------------
-def test_summary_statistics_equal_the_multi_key_group_by():
-    trials = cell_trials(seed=7)
+@pytest.mark.parametrize("P", [1, 5])
+def test_summary_statistics_equal_the_multi_key_group_by(P):
+    trials = cell_trials(seed=7, P=P)
     table = summarise(trials, experiment="e", seed=3, resamples=200)
     frame = trials.assign(failed=trials["failed"] | ~np.isfinite(trials["mse"]))
     grouped = frame.groupby(GROUP_KEYS, sort=True)
@@ -252,7 +257,7 @@ def test_summary_statistics_equal_the_multi_key_group_by():
     assert empty[["dataset", "variant", "algorithm", "epsilon"]].values.tolist() == [
         ["d1", "v", "b", 1.0]
     ]
-    assert empty["failed"].tolist() == empty["trials"].tolist() == [28]
+    assert empty["failed"].tolist() == empty["trials"].tolist() == [28 * P]
 
 
 # --------------------------------------------------------------------------
@@ -282,8 +287,9 @@ def test_parquet_selection_equals_the_csv_selection(tmp_path, selection):
     pd.testing.assert_frame_equal(whole[columns or whole.columns].reset_index(drop=True), got)
 
 
-def test_claims_from_shared_files_equal_claims_from_each_experiments_trials(tmp_path):
-    trials = cell_trials(seed=9, K=10, R=8)
+@pytest.mark.parametrize("P", [1, 5])
+def test_claims_from_shared_files_equal_claims_from_each_experiments_trials(tmp_path, P):
+    trials = cell_trials(seed=9, K=10, R=8, P=P)
     paths = []
     for ds in ("d1", "d2"):
         paths.append(tmp_path / f"{ds}.parquet")
@@ -377,18 +383,20 @@ def test_figures_saved_in_one_draw_equal_those_saved_with_the_placeholder_engine
     assert (tmp_path / "a.pdf").read_bytes() == (tmp_path / "b.pdf").read_bytes()
 
 
-@pytest.mark.parametrize("K, R", [(5, 7), (4, 6), (6, 1)])
-def test_medians_of_fold_constant_cells_equal_the_general_search(K, R):
+@pytest.mark.parametrize("P, K, R", [(1, 5, 7), (1, 4, 6), (1, 6, 1), (5, 4, 3), (5, 3, 1)])
+def test_medians_of_fold_constant_cells_equal_the_general_search(P, K, R):
     """Cells equal within each fold (ridge, trivial) take the fold-total shortcut;
     it must give the general search's numbers, also when folds share a value
-    (with K even, a running total can equal the upper middle's rank)."""
+    (with K even, a running total can equal the upper middle's rank), and with
+    several partitions (fold ids p K + k)."""
     rng = np.random.default_rng(12)
-    f, r = np.indices((K, R)).reshape(2, -1)
+    F = P * K
+    f, r = np.indices((F, R)).reshape(2, -1)
     cells = {
-        "distinct": np.repeat(rng.lognormal(size=K), R),
-        "shared": np.repeat(np.array([2.0, 1.0, 2.0, 3.0, 1.0, 2.0])[:K], R),  # equal values
-        "one": np.full(K * R, 4.0),
-        "noisy": np.repeat(rng.lognormal(size=K), R) * rng.lognormal(sigma=0.1, size=K * R),
+        "distinct": np.repeat(rng.lognormal(size=F), R),
+        "shared": np.repeat(np.resize([2.0, 1.0, 2.0, 3.0, 1.0, 2.0], F), R),  # equal values
+        "one": np.full(F * R, 4.0),
+        "noisy": np.repeat(rng.lognormal(size=F), R) * rng.lognormal(sigma=0.1, size=F * R),
     }
     trials = pd.concat(
         pd.DataFrame(
@@ -397,6 +405,7 @@ def test_medians_of_fold_constant_cells_equal_the_general_search(K, R):
                 "variant": "v",
                 "algorithm": name,
                 "epsilon": 1.0,
+                "partition": f // K,
                 "fold": f,
                 "repeat": r,
                 "mse": mse,
@@ -416,3 +425,30 @@ def test_medians_of_fold_constant_cells_equal_the_general_search(K, R):
             sample = np.repeat(boot.values[g], boot.counts[b].astype(int))
             assert reps[b, g] == pytest.approx(np.median(sample), rel=1e-12)
     assert boot._fold_counts is not None  # the shortcut was taken
+
+
+@pytest.mark.parametrize("within", [False, True])
+def test_medians_and_means_of_a_partitioned_design_equal_explicit_resamples(within):
+    """P = 5: every replicate's mean and median (the fast paths: matrix product,
+    two-level search) equal numpy's on the resample built from the counts, with
+    fold ids unique over partitions or restarting in each partition (the same
+    design either way)."""
+    P, K, R, B = 5, 4, 3, 150
+    trials = cell_trials(seed=13, datasets=("d1",), K=K, R=R, P=P)
+    if within:
+        trials = trials.assign(fold=trials["fold"] % K)
+    boot = DesignBootstrap(trials, seed=5, resamples=B)
+    assert (boot.partitions, boot.folds, boot.repeats, boot.clusters) == (P, K, R, P)
+    est, med = boot.statistic("median")
+    _, mean = boot.statistic("mean")
+    counts = bs.resample_counts(K, R, B, seed=5, dataset="d1", partitions=P)
+    np.testing.assert_array_equal(boot.counts, counts)
+    for g in range(len(boot.cells)):
+        ok = np.isfinite(boot.values[g])
+        for b in range(0, B, 7):
+            sample = np.repeat(boot.values[g][ok], counts[b][ok].astype(int))
+            if not len(sample):
+                assert np.isnan(med[b, g]) and np.isnan(mean[b, g])
+                continue
+            assert med[b, g] == np.median(sample)
+            assert mean[b, g] == pytest.approx(sample.mean(), rel=1e-12)

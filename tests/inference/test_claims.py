@@ -33,6 +33,7 @@ def design(mse: np.ndarray, *, dataset="d", variant="v", algorithm="x", epsilon=
             "variant": variant,
             "algorithm": algorithm,
             "epsilon": epsilon,
+            "partition": 0,
             "fold": f,
             "repeat": r,
             "mse": mse.ravel(),
@@ -57,6 +58,44 @@ def test_resample_counts_follow_the_nested_design():
     np.testing.assert_array_equal(C[:20], resample_counts(K, R, 20, seed=7, dataset="d"))
     assert not np.array_equal(C, resample_counts(K, R, B, seed=7, dataset="e"))
     assert not np.array_equal(C, resample_counts(K, R, B, seed=8, dataset="d"))
+
+
+def test_one_partition_draws_the_two_stage_replicates_of_before():
+    """partitions = 1 keeps the two-stage design's streams and layout: the counts
+    equal those drawn as before partitions existed (folds, then repeats)."""
+    from dpreg.seeding import seed_sequence
+
+    K, R, B, seed = 5, 4, 60, 11
+    f_rng = np.random.default_rng(seed_sequence(seed, "bootstrap", "d", "folds", K))
+    r_rng = np.random.default_rng(seed_sequence(seed, "bootstrap", "d", "repeats", K, R))
+    fold_pick = f_rng.integers(0, K, size=(B, K))
+    rep_pick = r_rng.integers(0, R, size=(B, K, R))
+    want = np.zeros((B, K * R))
+    for b in range(B):
+        for j in range(K):
+            for r in rep_pick[b, j]:
+                want[b, fold_pick[b, j] * R + r] += 1
+    np.testing.assert_array_equal(resample_counts(K, R, B, seed=seed, dataset="d"), want)
+    np.testing.assert_array_equal(
+        resample_counts(K, R, B, seed=seed, dataset="d", partitions=1), want
+    )
+
+
+def test_resample_counts_follow_the_three_stage_design():
+    P, K, R, B = 5, 4, 3, 400
+    C = resample_counts(K, R, B, seed=7, dataset="d", partitions=P)
+    assert C.shape == (B, P * K * R)
+    np.testing.assert_array_equal(C.sum(axis=1), P * K * R)
+    # each drawn partition contributes K R trials, each drawn fold R trials
+    per_partition = C.reshape(B, P, K * R).sum(axis=2)
+    np.testing.assert_array_equal(per_partition % (K * R), 0)
+    np.testing.assert_array_equal(C.reshape(B, P * K, R).sum(axis=2) % R, 0)
+    # partitions are resampled: some replicates leave a partition out
+    assert (per_partition == 0).any(axis=1).mean() > 0.5  # P(some left out) = 1 - 5!/5^5 = 0.96
+    # prefix-stable in B
+    np.testing.assert_array_equal(
+        C[:50], resample_counts(K, R, 50, seed=7, dataset="d", partitions=P)
+    )
 
 
 def test_replicate_statistics_match_explicit_resamples():

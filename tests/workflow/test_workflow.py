@@ -614,7 +614,7 @@ def test_schema_fills_defaults():
     }
     validate(cfg, str(SCHEMA))
     assert cfg["seed"] == 20200601 and cfg["delta"] == 1e-6 and cfg["rho"] == 0.05
-    assert cfg["cv"] == {"folds": 10, "repeats": 100}
+    assert cfg["cv"] == {"partitions": 1, "folds": 10, "repeats": 100}
     assert cfg["epsilons"] == [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10]
     assert cfg["mirror"] == "resources/mirror" and cfg["memory_budget_mb"] is None
     assert cfg["variants"]["v"] == {

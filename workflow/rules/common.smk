@@ -17,7 +17,7 @@ from snakemake.utils import validate
 
 from dpreg._validation import DPRegError
 from dpreg.data import validate_entry
-from dpreg.engine.plan import PRIORITY, Plan
+from dpreg.engine.plan import PRIORITY, Plan, cv_design
 
 
 def _describe(error):
@@ -178,6 +178,11 @@ def claims_select(wildcards):
 def plot_kwargs(wildcards):
     """Title, legend order and note of one experiment's figure."""
     return PLAN.plot_kwargs(wildcards.experiment)
+
+
+def split_design(wildcards):
+    """The trials' split design in words (the figure caption's; dpreg.engine.plan.cv_design)."""
+    return cv_design(config["cv"])
 
 
 # ---------------------------------------------------------------------------

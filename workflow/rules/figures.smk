@@ -37,6 +37,7 @@ rule summarise_experiment:
         select=trial_selection,
         bootstrap=bootstrap_params,
         plot=plot_kwargs,
+        design=split_design,
         figure=lambda wildcards: config["experiments"][wildcards.experiment].get("figure"),
     script:
         "../scripts/summarise_experiment.py"

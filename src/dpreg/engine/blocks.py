@@ -200,6 +200,9 @@ def _assemble(
     cols["algorithm"] = _strings([b["algorithm"] for b in blocks], sizes)
     cols["epsilon"] = np.concatenate([b["epsilon"] for b in blocks]).astype(float)
     cols["delta"] = np.full(int(sizes.sum()), float(delta))
+    cols["partition"] = np.repeat(
+        np.array([b.get("partition", 0) for b in blocks], dtype=np.int64), sizes
+    )
     cols["fold"] = np.repeat(np.array([b["fold"] for b in blocks], dtype=np.int64), sizes)
     cols["repeat"] = np.concatenate([b["repeat"] for b in blocks]).astype(np.int64)
     for key in ("mse", "r2", "coef_err", "lam"):
@@ -207,7 +210,8 @@ def _assemble(
     for key in ("failed", "outside_validity"):
         cols[key] = np.concatenate([b[key] for b in blocks]).astype(bool)
     cols["calibration"] = _strings([b["calibration"] for b in blocks], sizes)
-    # one key per (variant, fold, algorithm, epsilon), repeated over the repeats
+    # one key per (variant, fold, algorithm, epsilon), repeated over the repeats (fold ids
+    # are unique over partitions: p K + k)
     cols["seed_key"] = _strings(
         [
             f"{int(seed)}/{dataset}/{b['variant']}/{b['fold']}/{b['algorithm']}/{e!r}"

@@ -42,6 +42,7 @@ __all__ = [
     "PRIORITY",
     "SWEEP_PRIORITY_BASE",
     "Plan",
+    "cv_design",
     "available_algorithms",
     "shard_of",
 ]
@@ -96,6 +97,14 @@ def shard_of(algorithm: str) -> str:
     imports once (about a second), however many algorithms it runs.
     """
     return "rows" if get_algorithm(algorithm).needs_rows else "stats"
+
+
+def cv_design(cv: Mapping[str, Any]) -> str:
+    """The trials' split design in words, for figure notes and captions: "10 folds",
+    or "5 partitions × 10 folds" with ``cv.partitions`` > 1 (each point's trials are
+    this times its noise repeats per fold)."""
+    P = int(cv.get("partitions", 1))
+    return (f"{P} partitions × " if P > 1 else "") + f"{int(cv['folds'])} folds"
 
 
 def _unknown(kind: str, name: str, where: str, known: Iterable[str]) -> DPRegError:
@@ -365,6 +374,7 @@ class Plan:
             "epsilons": list(cfg["epsilons"]),
             "delta": cfg["delta"],
             "folds": cfg["cv"]["folds"],
+            "partitions": cfg["cv"].get("partitions", 1),
             "seed": cfg["seed"],
             "rho": cfg["rho"],
             "xtx_offset": cfg["xtx_offset"],
@@ -420,7 +430,10 @@ class Plan:
             f"{name} not installed ({hint})"
             for name, hint in self.skipped.get(experiment, {}).items()
         ]
-        default = self.config["cv"]["repeats"]
+        cv = self.config["cv"]
+        default = cv["repeats"]
+        if cv.get("partitions", 1) > 1:  # one partition: the caption states the design
+            notes.append(f"trials per point: {cv_design(cv)} × {default} repeats")
         odd = {a: r for a, r in self.repeats(experiment).items() if r != default}
         if odd:
             listed = ", ".join(f"{a} {r}" for a, r in odd.items())
@@ -481,5 +494,6 @@ class Plan:
         """Minutes of a sweep job; grows with its number of trials, doubled on retry."""
         plan = self.sweep_plan(dataset, shard)
         per_point = sum(r for algs in plan.values() for r in algs.values())
-        trials = per_point * len(self.config["epsilons"]) * self.config["cv"]["folds"]
+        cv = self.config["cv"]
+        trials = per_point * len(self.config["epsilons"]) * cv["folds"] * cv.get("partitions", 1)
         return int(30 + trials // 20000) * attempt

@@ -53,8 +53,12 @@ def _private_stats_blocks(
     params: Mapping[str, Mapping[str, Any]],
     ranges: PublicRanges | None,
     theta_star: np.ndarray | None = None,
+    fold_offset: int = 0,
 ) -> list[dict[str, Any]]:
     """Trials of a variant whose transform statistics are released privately.
+
+    ``fold_offset`` (``p K`` for partition ``p``) is added to every fold id:
+    the trials' fold column and every stream key below (0 for partition 0).
 
     Each run -- one (fold, epsilon, repeat) -- spends the variant's share of
     (epsilon, delta) on noisy column sums, sums of squares and the y sum
@@ -97,14 +101,15 @@ def _private_stats_blocks(
         )
     blocks = []
     for k in range(folds):
+        kid = fold_offset + k  # the fold's id over all partitions
         for eps in eps_grid:
             e_alg, d_alg, stat_rel = budgets[eps]
             stats_rng = np.random.default_rng(
-                seed_sequence(seed, dataset, vname, k, "private_stats", eps)
+                seed_sequence(seed, dataset, vname, kid, "private_stats", eps)
             )
             args = (spec, ranges, total - moms[k], moms[k], shared[k], stat_rel)
             # the R runs vectorised: bit-identical to R calls of private_fold_data
-            fds = private_fold_data_runs(*args, fold=k, rng=stats_rng, size=R_max)
+            fds = private_fold_data_runs(*args, fold=kid, rng=stats_rng, size=R_max)
             tests = _RunTests(fds)
             for alg, R in algs:
                 blocks.append(
@@ -118,7 +123,7 @@ def _private_stats_blocks(
                         stat_rel,
                         tests=tests.head(R),
                         rng=np.random.default_rng(
-                            seed_sequence(seed, dataset, vname, k, alg.noise_stream, eps)
+                            seed_sequence(seed, dataset, vname, kid, alg.noise_stream, eps)
                         ),
                         delta=delta,
                         rho=rho,

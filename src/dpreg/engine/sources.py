@@ -20,7 +20,7 @@ from dpreg._validation import (
     DPRegError,
 )
 from dpreg.data import iter_prepared, prepared_shape
-from dpreg.engine.sweep import CHUNK_ROWS, assign_folds, sweep_source
+from dpreg.engine.sweep import CHUNK_ROWS, assign_partitions, sweep_source
 from dpreg.preprocess import (
     ArraySource,
     PublicRanges,
@@ -67,6 +67,7 @@ def sweep_dataset(
     memory_budget_mb: float | None = None,
     chunk_rows: int = CHUNK_ROWS,
     theta_star: Sequence[float] | None = None,
+    partitions: int = 1,
 ) -> pd.DataFrame:
     """Sweep a prepared table (see :mod:`dpreg.data`); arguments as :func:`sweep_source`.
 
@@ -75,11 +76,13 @@ def sweep_dataset(
     paths run the same code on the same fold ids, so their results agree
     to rounding (summation order).  ``public_ranges`` is the dataset's entry
     of the config key ``public_ranges`` (``{"source": ..., "columns": {...}}``),
-    read only by private-stats variants.  ``theta_star`` is the known answer
+    read only by private-stats variants.  ``partitions`` is ``cv.partitions``
+    (streamed chunks carry one fold id per partition).  ``theta_star`` is the known answer
     of a synthetic dataset (its sidecar's ``theta_star``; trial column ``coef_err``).
     """
     n, d = prepared_shape(table_path)
-    fold = assign_folds(n, folds, seed=seed, dataset=dataset)
+    # one fold id per row and partition (n x P small integers; 1-D for one partition)
+    fold = assign_partitions(n, folds, partitions, seed=seed, dataset=dataset)
     size_mb = table_size_mb(n, d)
     source: RowSource
     if memory_budget_mb is not None and size_mb > memory_budget_mb:
@@ -116,6 +119,7 @@ def sweep_dataset(
         algorithm_params=algorithm_params,
         ranges=ranges,
         theta_star=theta_star,
+        partitions=partitions,
     )
 
 

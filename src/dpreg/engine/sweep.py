@@ -1,4 +1,4 @@
-"""The evaluation engine: K folds x R repeats x epsilon grid x algorithms.
+"""The evaluation engine: P partitions x K folds x R repeats x epsilon grid x algorithms.
 
 For one (dataset, variant) the sufficient statistics of every fold are
 computed once (:func:`dpreg.preprocess.fold_statistics`) and shared by every
@@ -24,6 +24,15 @@ epsilon-free step (TukeyEM's partition and batch fits,
 ``SeedSequence([..., id(fold), id(algorithm), id("epsilon-free")])`` and is
 computed once per (fold, algorithm) for the whole grid.  Folds come from
 ``SeedSequence([seed, id(dataset), id("folds"), id(K)])``.
+
+Partitions (config key ``cv.partitions``): the K folds of partition ``p >= 1``
+come from their own stream, ``SeedSequence([seed, id(dataset), id("folds"),
+id(K), id("partition"), id(p)])``; partition 0 is the single partition above.
+A trial's ``fold`` is unique over the partitions, ``p K + k`` for fold ``k``
+of partition ``p`` (column ``partition`` holds ``p``), and every stream key
+above takes that fold id: partition 0 keeps fold ids ``0 .. K-1`` and hence
+every key (one partition is byte-identical to the single-partition design),
+and no noise stream repeats across partitions.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ import logging
 import math
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -63,7 +73,7 @@ from dpreg.preprocess import (
 from dpreg.privacy.mechanisms import ClassicalCalibrationWarning
 from dpreg.seeding import seed_sequence
 
-__all__ = ["TRIAL_COLUMNS", "assign_folds", "sweep_arrays", "sweep_source"]
+__all__ = ["TRIAL_COLUMNS", "assign_folds", "assign_partitions", "sweep_arrays", "sweep_source"]
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +96,61 @@ def assign_folds(n: int, folds: int, *, seed: int, dataset: str) -> np.ndarray:
     fold = np.empty(n, dtype=np.int32)
     fold[rng.permutation(n)] = np.arange(n, dtype=np.int32) % np.int32(K)
     return fold
+
+
+def assign_partitions(
+    n: int, folds: int, partitions: int, *, seed: int, dataset: str
+) -> np.ndarray:
+    """Fold ids of each row under ``P`` random K-fold partitions.
+
+    One partition returns :func:`assign_folds` itself (``(n,)``); ``P > 1``
+    an ``(n, P)`` matrix whose column 0 is :func:`assign_folds` and column
+    ``p`` a permutation from ``seed_sequence(seed, dataset, "folds", K,
+    "partition", p)`` cut the same way.  The ids are within-partition
+    (``0..K-1``); the sweep numbers the trials' folds ``p K + k``.
+    """
+    P = check_partitions(partitions)
+    first = assign_folds(n, folds, seed=seed, dataset=dataset)
+    if P == 1:
+        return first
+    K = int(folds)
+    out = np.empty((n, P), dtype=np.int16 if K < 2**15 else np.int32)
+    out[:, 0] = first
+    for p in range(1, P):
+        rng = np.random.default_rng(seed_sequence(seed, dataset, "folds", K, "partition", p))
+        out[rng.permutation(n), p] = np.arange(n) % K
+    return out
+
+
+#: Largest ``cv.partitions`` (the schema's bound).
+MAX_PARTITIONS = 1000
+
+
+def check_partitions(partitions: int) -> int:
+    """``cv.partitions`` as an int in 1..:data:`MAX_PARTITIONS`, or a clear error."""
+    P = check_positive_int(partitions, "cv.partitions")
+    if P > MAX_PARTITIONS:
+        raise DPRegError(f"cv.partitions must be at most {MAX_PARTITIONS}, got {P}")
+    return P
+
+
+class _Partition:
+    """One partition's view of a source whose chunks carry ``(rows, P)`` fold ids."""
+
+    def __init__(self, source: RowSource, p: int):
+        self.source, self.p = source, p
+
+    @property
+    def n(self) -> int:
+        return self.source.n
+
+    @property
+    def d(self) -> int:
+        return self.source.d
+
+    def chunks(self):
+        for X, y, f in self.source.chunks():
+            yield X, y, (f[:, self.p] if f.ndim == 2 else f)
 
 
 def _check_grid(
@@ -149,6 +214,7 @@ def sweep_source(
     algorithm_params: Mapping[str, Mapping[str, Any]] | None = None,
     ranges: PublicRanges | None = None,
     theta_star: Sequence[float] | None = None,
+    partitions: int = 1,
 ) -> pd.DataFrame:
     """Run every trial of one dataset over a :class:`~dpreg.preprocess.RowSource`.
 
@@ -159,7 +225,9 @@ def sweep_source(
     all its algorithms.
 
     Returns one row per trial with the columns :data:`TRIAL_COLUMNS`.
-    ``source.chunks()`` must yield fold ids made by :func:`assign_folds`.
+    ``source.chunks()`` must yield fold ids made by :func:`assign_partitions`
+    (one column per partition when ``partitions > 1``); every partition's
+    statistics are computed in turn and its trials numbered ``p K + k``.
     ``algorithm_params`` maps an algorithm name to hyperparameters overriding
     its registry defaults.  Algorithms that need rows
     (:attr:`~dpreg.algorithms.Algorithm.needs_rows`) get the transformed training rows of each fold.  ``ranges`` are the declared
@@ -178,12 +246,15 @@ def sweep_source(
         else check_finite_array(np.asarray(theta_star, float), "theta_star")
     )
     blocks: list[dict[str, Any]] = []
-    for vname, spec in specs.items():
-        algs = _split_algorithms(work[vname], dataset)
-        if spec.private_stats is not None:
-            blocks.extend(
-                _private_stats_blocks(
-                    source,
+    P = check_partitions(partitions)
+    K = int(folds)
+    for p in range(P):
+        part = source if P == 1 else _Partition(source, p)
+        for vname, spec in specs.items():
+            algs = _split_algorithms(work[vname], dataset)
+            if spec.private_stats is not None:
+                found = _private_stats_blocks(
+                    part,
                     vname,
                     spec,
                     algs,
@@ -197,15 +268,17 @@ def sweep_source(
                     params=params,
                     ranges=ranges,
                     theta_star=truth,
+                    fold_offset=p * K,
                 )
-            )
-            continue
-        need_rows = any(a.needs_rows for a, _ in algs)
-        for fd in fold_statistics(source, spec, folds=folds):
-            rows = fold_rows(source, fd) if need_rows else None
-            for alg, R in algs:
-                blocks.append(
-                    _fit_block(
+                blocks.extend({**b, "partition": p} for b in found)
+                continue
+            need_rows = any(a.needs_rows for a, _ in algs)
+            for fd in fold_statistics(part, spec, folds=folds):
+                rows = fold_rows(part, fd) if need_rows else None
+                if p:  # the trials' fold id, unique over partitions (and in every stream key)
+                    fd = replace(fd, fold=p * K + fd.fold)
+                for alg, R in algs:
+                    block = _fit_block(
                         alg,
                         fd,
                         vname,
@@ -220,7 +293,7 @@ def sweep_source(
                         params=params.get(alg.name),
                         theta_star=truth,
                     )
-                )
+                    blocks.append({**block, "partition": p})
     frame = _assemble(blocks, dataset=dataset, delta=delta, seed=seed)
     flagged = set(frame.loc[frame["outside_validity"], "algorithm"])
     # reproductions of published code (Wang's scales) are labelled as such in the
@@ -257,13 +330,22 @@ def _split_algorithms(algs: Mapping[str, int], dataset: str) -> list[tuple[Algor
 
 
 def sweep_arrays(
-    X: np.ndarray, y: np.ndarray, *, dataset: str = "data", seed: int, folds: int = 10, **kw: Any
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    dataset: str = "data",
+    seed: int,
+    folds: int = 10,
+    partitions: int = 1,
+    **kw: Any,
 ) -> pd.DataFrame:
-    """:func:`sweep_source` on in-memory arrays (folds from :func:`assign_folds`)."""
+    """:func:`sweep_source` on in-memory arrays (folds from :func:`assign_partitions`)."""
     X = check_finite_array(np.asarray(X, dtype=float), "X")
     y = check_finite_array(np.asarray(y, dtype=float), "y")
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise DPRegError(f"X must be (n, d) and y (n,), got {X.shape} and {y.shape}")
-    fold = assign_folds(X.shape[0], folds, seed=seed, dataset=dataset)
+    fold = assign_partitions(X.shape[0], folds, partitions, seed=seed, dataset=dataset)
     source = ArraySource(X, y, fold, chunk_rows=CHUNK_ROWS)
-    return sweep_source(source, dataset=dataset, seed=seed, folds=folds, **kw)
+    return sweep_source(
+        source, dataset=dataset, seed=seed, folds=folds, partitions=partitions, **kw
+    )

@@ -203,7 +203,7 @@ def curve_bands(
             boot, pairs, est_a, est_b, reps = found
             with np.errstate(invalid="ignore", divide="ignore"):
                 ratio = est_a / est_b
-            band = simultaneous_band(ratio, reps, level=level, clusters=boot.folds)
+            band = simultaneous_band(ratio, reps, level=level, clusters=boot.clusters)
             for j, (e, _, _) in enumerate(pairs):
                 rows.append(
                     (str(dataset), a[0], a[1], e, ratio[j], band.low[j], band.high[j],

@@ -1,18 +1,33 @@
 """Confidence intervals that respect the cross-validation design.
 
 The sweep runs every (dataset, variant, algorithm, epsilon) -- a *cell* -- on the
-same K folds with R noise repeats per fold, so a trial is indexed by (fold,
-repeat).  This module resamples that design: intervals for the mean and the
+same P random K-fold partitions with R noise repeats per fold, so a trial is
+indexed by (partition, fold, repeat) (config key ``cv.partitions``; P = 1 is
+the single partition).  This module resamples that design: intervals for the mean and the
 median of every cell and for the ratio of a
 statistic of two cells (:func:`dpreg.inference.intervals.bootstrap_intervals`,
 :func:`~dpreg.inference.intervals.paired_ratios`).
 
 The resampling design
 ---------------------
-A replicate draws K folds with replacement from the K folds and, for each
-drawn fold, R repeats with replacement from that fold's R repeats (two-stage
-resampling of nested data, Davison & Hinkley 1997, section 3.8).  Why both
-stages:
+A replicate draws P partitions with replacement from the P partitions; for
+each drawn partition, K folds with replacement from that partition's K
+folds; and for each drawn fold, R repeats with replacement from that fold's
+R repeats (multi-stage resampling of nested data, Davison & Hinkley 1997,
+section 3.8).  With P = 1 the first stage is void and the design is the
+two-stage (fold, repeat) bootstrap, drawn from the same streams as before
+partitions existed (the same replicates, the same tables).
+
+What an interval is conditional on.  With P = 1 it is conditional on the
+one K-fold partition of the run: it covers the expected error over that
+partition's folds and the noise, not over other ways of cutting the rows.
+With P > 1 the partitions are independent random cuts of the same rows, so
+resampling them carries the partition-to-partition variation into the
+interval: it is conditional on the dataset's rows only (not on a
+partition).  Its expanded percentiles (below) then use n = P top-level
+units, where P = 1 uses n = K (:attr:`DesignBootstrap.clusters`).
+
+Why the fold and repeat stages:
 
 - The folds are the outer unit.  Trials of one fold share the training and
   test rows, so their errors are correlated; resampling single trials as if
@@ -40,10 +55,15 @@ width of the exact normal interval; fold-dominated (sd(a) = 1, sd(e) = 0.1)
 0.93; equal parts (0.3, 0.3) 0.94.  The plain percentile interval gave
 0.96, 0.88 and 0.88, and resampling folds only with expanded percentiles
 0.92, 0.93, 0.91 (300 designs each, Monte Carlo sd about 0.013; the test's
-400 designs of the first kind give 0.995).
+400 designs of the first kind give 0.995).  With partitions that differ
+systematically, y = 1 + b_partition + a_fold + e (P = 5, K = 10, R = 4;
+sd 0.5, 0.2, 0.5; 1000 replicates; ``tests/inference/test_partition_coverage.py``),
+the three-stage intervals cover the mean over partitions in 0.94 of 300
+designs (median 0.95), 1.2x the exact normal width; resampling the 50 folds
+as one partition's covers it in 0.53.
 
-Every replicate applies the same (fold, repeat) indices to every cell of a
-dataset, so two cells are resampled jointly, paired by (fold, repeat), and a
+Every replicate applies the same (partition, fold, repeat) indices to every cell of a
+dataset, so two cells are resampled jointly, paired by (partition, fold, repeat), and a
 ratio of their statistics is bootstrapped with its correlation intact.
 Failed trials are left out of both statistics of a replicate, as they are in
 the tables; the claims instead score them with the error the sweep records
@@ -52,7 +72,9 @@ for them (the trivial predictor's; ``score_failed``).
 Determinism: the replicate indices of a dataset come from the two streams
 ``seed_sequence(seed, "bootstrap", dataset, "folds", K)`` and
 ``seed_sequence(seed, "bootstrap", dataset, "repeats", K, R)`` (names hashed,
-:mod:`dpreg.seeding`), drawn replicate by replicate, so they do not depend on
+:mod:`dpreg.seeding`), and with P > 1 the partition draws from
+``seed_sequence(seed, "bootstrap", dataset, "partitions", P, K, R)``, drawn
+replicate by replicate, so they do not depend on
 what else is configured, on job order, and the first B replicates stay the
 same when the resample count grows.
 
@@ -77,9 +99,15 @@ import numpy as np
 import pandas as pd
 
 from dpreg._validation import DPRegError
+from dpreg.inference.design import (
+    _design_counts,
+    _fold_units,
+    _median_layouts,
+    _unique_inverse,
+    resample_counts,
+)
 from dpreg.inference.medians import _fold_constant_medians, _replicate_medians
 from dpreg.io.tables import GROUP_KEYS
-from dpreg.seeding import seed_sequence
 
 __all__ = [
     "BOOTSTRAP_TRIAL_COLUMNS",
@@ -102,70 +130,7 @@ DEFAULT_RESAMPLES = 2000
 STATISTICS = ("mean", "median")
 
 #: Columns a trial table needs for the bootstrap.
-BOOTSTRAP_TRIAL_COLUMNS = [*GROUP_KEYS, "fold", "repeat", "mse", "failed"]
-
-
-# --------------------------------------------------------------------------
-# the resampling design
-# --------------------------------------------------------------------------
-def resample_counts(
-    folds: int, repeats: int, resamples: int, *, seed: int, dataset: str
-) -> np.ndarray:
-    """How often each (fold, repeat) enters each bootstrap replicate.
-
-    Parameters
-    ----------
-    folds, repeats : int
-        K and R of the design.
-    resamples : int
-        Number of replicates B.
-    seed : int
-        The configuration's root seed.
-    dataset : str
-        Dataset name (part of the stream key).
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(B, K * R)`` float64 counts, row b summing to K R; column
-        ``k * R + r`` is trial (fold k, repeat r).  Replicate b draws K folds
-        with replacement, then R repeats with replacement within each drawn
-        fold (see the module docstring).
-    """
-    K, R, B = int(folds), int(repeats), int(resamples)
-    if K < 1 or R < 1 or B < 1:
-        raise DPRegError(f"bootstrap needs folds, repeats, resamples >= 1, got {K}, {R}, {B}")
-    return _design_counts(K, R, B, int(seed), str(dataset)).copy()
-
-
-@functools.lru_cache(maxsize=16)
-def _design_counts(K: int, R: int, B: int, seed: int, dataset: str) -> np.ndarray:
-    """:func:`resample_counts`, drawn once per design in a process (read-only)."""
-    f_rng = np.random.default_rng(seed_sequence(seed, "bootstrap", dataset, "folds", K))
-    r_rng = np.random.default_rng(seed_sequence(seed, "bootstrap", dataset, "repeats", K, R))
-    fold_pick = f_rng.integers(0, K, size=(B, K))  # row-major: prefix-stable in B
-    rep_pick = r_rng.integers(0, R, size=(B, K, R))
-    flat = (np.arange(B)[:, None, None] * (K * R) + fold_pick[:, :, None] * R + rep_pick).ravel()
-    counts = np.bincount(flat, minlength=B * K * R).reshape(B, K * R).astype(np.float64)
-    counts.flags.writeable = False
-    return counts
-
-
-@functools.lru_cache(maxsize=16)
-def _median_layouts(K: int, R: int, B: int, seed: int, dataset: str):
-    """The counts of a design in the layouts :func:`dpreg.inference.medians._replicate_medians` reads.
-
-    Returns float32 counts ``(B, N)`` (the matrix product; exact, every sum is
-    an integer below 2**24), the integer counts with one zero column appended,
-    flattened (``(B (N + 1),)``, for gathers), and each replicate's offset in it.
-    """
-    counts = _design_counts(K, R, B, seed, dataset)
-    N = K * R
-    padded = np.zeros((B, N + 1), dtype=np.int16 if N < np.iinfo(np.int16).max else np.int32)
-    padded[:, :N] = counts
-    for arr in (dense := counts.astype(np.float32), padded):
-        arr.flags.writeable = False
-    return dense, padded.ravel(), np.arange(B, dtype=np.intp) * (N + 1)
+BOOTSTRAP_TRIAL_COLUMNS = [*GROUP_KEYS, "partition", "fold", "repeat", "mse", "failed"]
 
 
 def check_level(level: float) -> float:
@@ -181,13 +146,16 @@ def check_resamples(resamples: int) -> int:
 
 
 class DesignBootstrap:
-    """The (fold, repeat) design of one dataset's trials and its replicates.
+    """The (partition, fold, repeat) design of one dataset's trials and its replicates.
 
     Parameters
     ----------
     trials : pandas.DataFrame
         Trials of ONE dataset with the columns
-        ``dataset, variant, algorithm, epsilon, fold, repeat, mse, failed``.
+        ``dataset, variant, algorithm, epsilon, fold, repeat, mse, failed``
+        and ``partition`` (without it, one partition).  Fold ids may be
+        unique over partitions (the sweep's ``p K + k``) or restart in each
+        partition; each partition must hold the same number K of folds.
     seed : int
         Root seed of the configuration.
     resamples : int
@@ -198,11 +166,13 @@ class DesignBootstrap:
     cells : pandas.DataFrame
         One row per (dataset, variant, algorithm, epsilon), in sorted order.
     values : numpy.ndarray
-        ``(G, K R)`` test MSE of each cell; NaN for a failed or missing trial.
+        ``(G, P K R)`` test MSE of each cell; NaN for a failed or missing trial.
     counts : numpy.ndarray
-        ``(B, K R)`` replicate counts from :func:`resample_counts`.
+        ``(B, P K R)`` replicate counts from :func:`resample_counts`.
     failed : numpy.ndarray
-        ``(G, K R)`` True where a trial failed (or its error is not finite).
+        ``(G, P K R)`` True where a trial failed (or its error is not finite).
+    partitions, folds, repeats : int
+        P, K (per partition) and R of the design.
 
     With ``score_failed=True`` a failed trial keeps the error the sweep
     recorded for it (the trivial predictor's, theta = 0) instead of being
@@ -218,7 +188,10 @@ class DesignBootstrap:
         median_cache: dict[tuple, tuple[float, np.ndarray]] | None = None,
         score_failed: bool = False,
     ):
-        missing = [c for c in BOOTSTRAP_TRIAL_COLUMNS if c not in trials.columns]
+        # without a partition column the trials are one partition
+        missing = [
+            c for c in BOOTSTRAP_TRIAL_COLUMNS if c not in trials.columns and c != "partition"
+        ]
         if missing:
             raise DPRegError(f"trial table lacks column(s) {', '.join(missing)} for the bootstrap")
         names = sorted({str(u) for u in pd.factorize(trials["dataset"])[1]})
@@ -230,28 +203,29 @@ class DesignBootstrap:
         # score_failed: a failed trial counts with its recorded error (the sweep scores
         # a failed fit as theta = 0, the trivial predictor) instead of being left out
         bad = ~np.isfinite(mse) if score_failed else failed | ~np.isfinite(mse)
-        fold_ids, fold_idx = _unique_inverse(trials["fold"].to_numpy())
+        P, K, fold_idx = _fold_units(trials, self.dataset)
         rep_ids, rep_idx = _unique_inverse(trials["repeat"].to_numpy())
-        K, R = len(fold_ids), len(rep_ids)
+        R = len(rep_ids)
+        N = P * K * R
         cell_idx, self.cells = cell_codes(trials)
         G = len(self.cells)
         slot = fold_idx * R + rep_idx
-        if len(trials) and np.bincount(cell_idx * (K * R) + slot).max() > 1:
+        if len(trials) and np.bincount(cell_idx * N + slot).max() > 1:
             raise DPRegError(
-                f"dataset {self.dataset!r}: a (variant, algorithm, epsilon, fold, repeat) "
-                "occurs more than once in the trials"
+                f"dataset {self.dataset!r}: a (variant, algorithm, epsilon, partition, fold, "
+                "repeat) occurs more than once in the trials"
             )
-        self.values = np.full((G, K * R), np.nan)
+        self.values = np.full((G, N), np.nan)
         self.values[cell_idx, slot] = np.where(bad, np.nan, mse)
-        self.failed = np.zeros((G, K * R), dtype=bool)
+        self.failed = np.zeros((G, N), dtype=bool)
         self.failed[cell_idx, slot] = failed | ~np.isfinite(mse)
-        self.folds, self.repeats = K, R
+        self.partitions, self.folds, self.repeats = P, K, R
         self.resamples = check_resamples(resamples)
         # drawn once per design and process, shared read-only by every DesignBootstrap
-        self._design = (K, R, self.resamples, int(seed), self.dataset)
+        self._design = (P, K, R, self.resamples, int(seed), self.dataset)
         self.counts = _design_counts(*self._design)
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._fold_counts: np.ndarray | None = None  # (B, K) replicate count of each fold
+        self._fold_counts: np.ndarray | None = None  # (B, P K) replicate count of each fold
         # medians are computed per cell, on demand (paired ratios need few cells); a cache
         # shared between designs of the same dataset reuses a cell's replicate medians
         self._median_cache = {} if median_cache is None else median_cache
@@ -260,6 +234,11 @@ class DesignBootstrap:
             self.cells[c].to_numpy(dtype=object if c != "epsilon" else float)
             for c in ("variant", "algorithm", "epsilon")
         )
+
+    @property
+    def clusters(self) -> int:
+        """Top-level units of the design, the n of :func:`expanded_alpha`: P, or K when P = 1."""
+        return self.partitions if self.partitions > 1 else self.folds
 
     def index_of(self, variant: str, algorithm: str, epsilon: float) -> int | None:
         """Row of a cell in :attr:`cells`, or None when it is not in the trials."""
@@ -312,13 +291,14 @@ class DesignBootstrap:
             ok = np.isfinite(values)
             # cells whose trials are equal within each fold (a non-private method):
             # their replicate medians follow from the fold totals of the counts
-            by_fold = values.reshape(len(todo), self.folds, self.repeats)
+            units = self.partitions * self.folds
+            by_fold = values.reshape(len(todo), units, self.repeats)
             flat = ok.all(axis=1) & (by_fold == by_fold[:, :, :1]).all(axis=(1, 2))
             medians = np.empty((self.resamples, len(todo)))
             if flat.any():
                 if self._fold_counts is None:
                     self._fold_counts = self.counts.reshape(
-                        self.resamples, self.folds, self.repeats
+                        self.resamples, units, self.repeats
                     ).sum(axis=2)
                 medians[:, flat] = _fold_constant_medians(by_fold[flat, :, 0], self._fold_counts)
             if not flat.all():
@@ -335,24 +315,6 @@ class DesignBootstrap:
         if not found:
             return points, np.empty((self.resamples, 0))
         return points, np.stack([r for _, r in found], axis=1)
-
-
-def _unique_inverse(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``numpy.unique(x, return_inverse=True)`` of a 1-D integer array.
-
-    Small non-negative integers (fold, repeat and cell codes) are counted
-    with :func:`numpy.bincount` instead of sorted; the result is the same.
-    """
-    x = np.asarray(x)
-    if x.ndim == 1 and len(x) and x.dtype.kind in "iu" and x.min() >= 0:
-        top = int(x.max())
-        if top < 4 * len(x) + 1024:
-            ids = np.flatnonzero(np.bincount(x, minlength=top + 1))
-            lookup = np.zeros(top + 1, dtype=np.intp)
-            lookup[ids] = np.arange(len(ids))
-            return ids.astype(x.dtype), lookup[x]
-    ids, inverse = np.unique(x, return_inverse=True)
-    return ids, inverse.reshape(-1)
 
 
 def _sorted_codes(column: pd.Series, *, numeric: bool = False) -> tuple[np.ndarray, list[Any]]:

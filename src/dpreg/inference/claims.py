@@ -7,8 +7,9 @@ equal within a relative margin).  This module
 
 - checks the claims of an experiment (:func:`parse_claims`);
 - gives each (dataset, epsilon) point's interval of the ratio a/b
-  (:func:`dpreg.inference.intervals.PairedDesigns`: folds, and repeats within
-  folds, resampled; paired by (fold, repeat)) a descriptive verdict
+  (:func:`dpreg.inference.intervals.PairedDesigns`: partitions, folds within
+  them and repeats within folds, resampled; paired by (partition, fold,
+  repeat)) a descriptive verdict
   (:func:`point_verdicts`).
 
 The one decision per claim (pooled effect over datasets and epsilons, dataset

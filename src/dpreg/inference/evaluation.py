@@ -96,8 +96,8 @@ def claim_points(
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = est_a / est_b
         # per-point intervals and the simultaneous band over the points kept
-        band = simultaneous_band(ratio[keep], reps[:, keep], level=level, clusters=boot.folds)
-        lo, hi = _percentile_interval(reps, level, boot.folds)
+        band = simultaneous_band(ratio[keep], reps[:, keep], level=level, clusters=boot.clusters)
+        lo, hi = _percentile_interval(reps, level, boot.clusters)
         verdicts = point_verdicts(lo, hi, expect=c.expect, margin=c.margin)
         fail_a = boot.failed[rows_a].mean(axis=1)
         fail_b = boot.failed[rows_b].mean(axis=1)

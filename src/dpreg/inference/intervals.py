@@ -4,7 +4,7 @@
 test MSE of every (dataset, variant, algorithm, epsilon) of a trial table;
 :func:`paired_ratios` (with :class:`PairedDesigns`, the designs of several
 cell pairs resampled once per dataset) the interval of the ratio of a
-statistic of two cells, paired by (fold, repeat).  The resampling design and
+statistic of two cells, paired by (partition, fold, repeat).  The resampling design and
 its reasons are in :mod:`dpreg.inference.bootstrap`.
 """
 
@@ -50,7 +50,8 @@ def bootstrap_intervals(
     ----------
     trials : pandas.DataFrame
         Trial table (any number of datasets) with the columns
-        ``dataset, variant, algorithm, epsilon, fold, repeat, mse, failed``.
+        ``dataset, variant, algorithm, epsilon, partition, fold, repeat, mse, failed``
+        (without ``partition``: one partition).
     seed : int
         Root seed of the configuration (the replicates derive from it).
     level : float
@@ -77,7 +78,7 @@ def bootstrap_intervals(
         for stat in STATISTICS:
             _, reps = boot.statistic(stat)
             out[f"mse_{stat}_lo"], out[f"mse_{stat}_hi"] = _percentile_interval(
-                reps, level, boot.folds
+                reps, level, boot.clusters
             )
         parts.append(out)
     if not parts:
@@ -120,7 +121,7 @@ def paired_ratios(
     cache: dict[int, DesignBootstrap] | None = None,
     also: Sequence[tuple[str, str]] | None = None,
 ) -> pd.DataFrame:
-    """Ratio stat(a) / stat(b) per epsilon, bootstrapped with (fold, repeat) pairing.
+    """Ratio stat(a) / stat(b) per epsilon, bootstrapped with (partition, fold, repeat) pairing.
 
     Parameters
     ----------
@@ -147,7 +148,7 @@ def paired_ratios(
         ``epsilon, a_value, b_value, ratio, ratio_lo, ratio_hi``; the
         interval is the expanded percentile interval of the replicate
         ratios.  Both cells are restricted to the repeats they share, and
-        every replicate resamples the same (fold, repeat) pairs of both.
+        every replicate resamples the same (partition, fold, repeat) pairs of both.
     """
     pairs = PairedDesigns(trials, [a, b, *(also or ())], seed=seed, resamples=resamples)
     if cache is not None:
@@ -279,7 +280,7 @@ class PairedDesigns:
         boot, pairs, est_a, est_b, ratio_reps = found
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = est_a / est_b
-        lo, hi = _percentile_interval(ratio_reps, level, boot.folds)
+        lo, hi = _percentile_interval(ratio_reps, level, boot.clusters)
         rows = [
             {
                 "epsilon": eps,

@@ -9,14 +9,17 @@ reported as the geometric-mean ratio exp(theta).  An epsilon-independent
 comparison (neither side's trials change with epsilon, e.g. two non-private
 references) enters with one point per dataset, not one per epsilon.
 
-Interval.  The units are the datasets: a replicate draws the claim's n
-datasets with replacement and, for each drawn dataset, one replicate of its
-(fold, repeat) design bootstrap (:mod:`dpreg.inference.bootstrap`; folds,
-then repeats within folds), i.e. two-stage resampling (Davison & Hinkley
+Interval.  The units are the datasets and, within each, its partitions: a
+replicate draws the claim's n datasets with replacement and, for each drawn
+dataset, one replicate of its (partition, fold, repeat) design bootstrap
+(:mod:`dpreg.inference.bootstrap`; partitions, then folds within partitions,
+then repeats within folds), i.e. multi-stage resampling (Davison & Hinkley
 1997, section 3.8).  The interval is the expanded percentile interval with n
 clusters (Hesterberg 2015; :func:`dpreg.inference.bootstrap.expanded_alpha`),
 which widens the plain percentile interval for small n.  With n = 1 the
-interval is conditional on that dataset.
+interval is conditional on that dataset; with one partition per dataset
+(``cv.partitions: 1``) it is conditional on each dataset's partition, and
+with several it carries the partition-to-partition variation.
 
 Decision at level alpha with the practical margin m (delta = log(1 + m);
 ratios within [1/(1+m), 1+m] are ties), from the two-sided 1 - alpha

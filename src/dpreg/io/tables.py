@@ -3,7 +3,7 @@
 Every table the pipeline writes is declared here once:
 
 - the *trial* table (:data:`TRIAL_COLUMNS`), one row per (dataset, variant,
-  algorithm, epsilon, fold, repeat), written by the sweep;
+  algorithm, epsilon, partition, fold, repeat), written by the sweep;
 - the *summary* table (:data:`SUMMARY_COLUMNS`), one row per (dataset,
   variant, algorithm, epsilon), written by :mod:`dpreg.report.summary`;
 - the *claims* table (:data:`CLAIM_COLUMNS`), one row per (claim, dataset,
@@ -91,6 +91,7 @@ TRIAL_COLUMNS = [
     "algorithm",
     "epsilon",
     "delta",
+    "partition",
     "fold",
     "repeat",
     "mse",
@@ -110,6 +111,7 @@ TRIAL_DTYPES: dict[str, Any] = {
     "algorithm": str,
     "epsilon": float,
     "delta": float,
+    "partition": np.int64,
     "fold": np.int64,
     "repeat": np.int64,
     "mse": float,

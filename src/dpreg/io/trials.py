@@ -1,4 +1,4 @@
-"""The trial tables: one row per (dataset, variant, algorithm, epsilon, fold, repeat).
+"""The trial tables: one row per (dataset, variant, algorithm, epsilon, partition, fold, repeat).
 
 Written by the sweep (Parquet, or gzip-compressed CSV for the older
 layout), read back with a row selection (:func:`select_trials`,

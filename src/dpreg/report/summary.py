@@ -1,6 +1,6 @@
 """Aggregate per-trial results and write the pipeline's tables.
 
-A *trial* is one (dataset, variant, algorithm, epsilon, fold, repeat) of the
+A *trial* is one (dataset, variant, algorithm, epsilon, partition, fold, repeat) of the
 sweep (:func:`dpreg.engine.sources.sweep_dataset`).  :func:`summarise` reduces the
 trials of an experiment to one row per (dataset, variant, algorithm, epsilon)
 with the statistics the thesis and Wang (2018) report: the mean test MSE
@@ -12,8 +12,8 @@ counted in ``failed`` and excluded from every statistic; they are never
 dropped silently.  When every trial of a row failed its statistics are NaN.
 
 Every row also carries bootstrap confidence intervals for the mean and the
-median (:func:`dpreg.inference.intervals.bootstrap_intervals`: folds and repeats within
-folds resampled, deterministic from the configuration's seed).
+median (:func:`dpreg.inference.intervals.bootstrap_intervals`: partitions, folds within
+them and repeats within folds resampled, deterministic from the configuration's seed).
 
 Column lists, dtypes and the (deterministic, atomic) writers live in
 :mod:`dpreg.io.tables`; they are re-exported here for existing callers.  The
@@ -80,12 +80,13 @@ TABLE_COLUMNS = SUMMARY_COLUMNS
 REQUIRED_TRIAL_COLUMNS = [
     c
     for c in TRIAL_COLUMNS
-    if c not in ("lam", "calibration", "seed_key", "coef_err", *LEDGER_COLUMNS)
+    if c not in ("lam", "calibration", "seed_key", "coef_err", "partition", *LEDGER_COLUMNS)
 ]
 
-#: Trial columns a summary reads: the required ones, the coefficient error
-#: (optional: NaN without it) and the privacy ledger.
-SUMMARY_TRIAL_COLUMNS = [*REQUIRED_TRIAL_COLUMNS, "coef_err", *LEDGER_COLUMNS]
+#: Trial columns a summary reads: the required ones, the partition (optional:
+#: one partition without it), the coefficient error (optional: NaN without
+#: it) and the privacy ledger.
+SUMMARY_TRIAL_COLUMNS = [*REQUIRED_TRIAL_COLUMNS, "partition", "coef_err", *LEDGER_COLUMNS]
 
 #: Root seed used when none is given (the default configuration's).
 DEFAULT_SEED = 20200601
@@ -157,7 +158,9 @@ def summarise(
     if trials.empty:
         return empty_frame(TABLE_COLUMNS, SUMMARY_DTYPES)
 
-    frame = trials[REQUIRED_TRIAL_COLUMNS].copy()
+    frame = trials[
+        [*REQUIRED_TRIAL_COLUMNS, *(["partition"] if "partition" in trials.columns else [])]
+    ].copy()
     frame["coef_err"] = (
         pd.to_numeric(trials["coef_err"], errors="raise").astype(float).to_numpy()
         if "coef_err" in trials.columns
