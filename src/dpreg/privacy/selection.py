@@ -1,0 +1,227 @@
+"""Private selection by random repetition: what the whole tuning protocol costs.
+
+The protocol (Papernot & Steinke 2022): draw ``K ~ Poisson(mu_K)``, run a base
+mechanism ``Q`` ``K`` times and output only the run with the best (private)
+score; ``K = 0`` outputs something independent of the data.  Its releases are
+written as one *selection release* (mechanism ``"poisson-selection"``, made by
+:func:`selection_release`: ``scale`` = ``mu_K``, ``copies`` = the number
+``J`` of candidates) beside the releases of every candidate's run of ``Q``,
+named ``c<j>/<name>`` (:func:`candidate_name`, ``j = 1 .. J``).  The
+accountant :func:`dpreg.privacy.accounting.compose` hands such a list here
+(:func:`selection_cost`), the split dp_accounting makes between its
+``RepeatAndSelectDpEvent`` and its RDP accountant.
+
+Cost
+----
+``Q`` picks candidate ``j`` uniformly from a public grid and makes ``j``'s
+releases.  A mixture is no less private than its worst component: the Renyi
+divergence is jointly quasi-convex and the hockey-stick divergence jointly
+convex (van Erven & Harremoes 2014, Theorem 13), so ``Q`` is ``mu_Q``-GDP with
+``mu_Q = max_j sqrt(sum_i mu_ij^2)`` over the (Gaussian) releases of each
+candidate (Dong, Roth & Su 2019, Corollary 3.3).  Hence ``Q`` is
+``(lambda, lambda mu_Q^2 / 2)``-RDP for every ``lambda > 1`` (Mironov 2017,
+Proposition 7) and ``(eps_hat, delta_hat)``-DP with ``delta_hat =
+delta_Q(eps_hat)`` its exact GDP profile (Dong, Roth & Su 2019, Corollary 2.13).
+
+Papernot & Steinke (2022, Theorem 6, Poisson distribution): if ``Q`` is
+``(lambda, eps_lambda)``-RDP and ``(eps_hat, delta_hat)``-DP with ``e^eps_hat
+<= 1 + 1/(lambda - 1)``, the protocol is ``(lambda, eps')``-RDP with ::
+
+    eps' = eps_lambda + mu_K delta_hat + ln(mu_K) / (lambda - 1).
+
+``delta_Q`` decreases in ``eps_hat``, so at each order the largest admissible
+``eps_hat = ln(1 + 1/(lambda - 1))`` is the best choice (as dp_accounting's
+``_compute_rdp_repeat_and_select``, which takes ``delta_hat`` from the RDP
+curve instead of the exact profile used here).  The curve is then converted to
+``(epsilon, delta)`` optimally over ``lambda`` with the conversion of Canonne,
+Kamath & Steinke (2020, Proposition 12), on the order grid of
+:mod:`dpreg.privacy.renyi`.  This is an upper bound on the protocol's cost,
+tight for nothing else.  Gaussian releases outside the selection (private
+pre-processing) compose with it in Renyi DP; pure-epsilon and stated releases
+add their epsilons and deltas.
+
+References
+----------
+Papernot, N. & Steinke, T. (2022). Hyperparameter tuning with Renyi
+differential privacy. ICLR (arXiv 2110.03620, Theorem 6).
+Canonne, C., Kamath, G. & Steinke, T. (2020). The discrete Gaussian for
+differential privacy. NeurIPS.
+Dong, J., Roth, A. & Su, W. (2019). Gaussian differential privacy. JRSS-B.
+van Erven, T. & Harremoes, P. (2014). Renyi divergence and Kullback-Leibler
+divergence. IEEE Trans. Inf. Theory.
+Mironov, I. (2017). Renyi differential privacy. CSF.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dpreg._validation import DPRegError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dpreg.privacy.accounting import Release
+
+__all__ = [
+    "SELECTION",
+    "candidate_groups",
+    "candidate_name",
+    "candidate_of",
+    "optional_releases",
+    "ps22_rdp",
+    "selection_cost",
+    "selection_epsilon",
+    "selection_mu",
+]
+
+#: The mechanism of the selection release.
+SELECTION = "poisson-selection"
+
+_CANDIDATE = re.compile(r"c([1-9][0-9]*)/(.+)")
+
+
+def candidate_name(j: int, name: str) -> str:
+    """The name of release ``name`` of candidate ``j`` (1-based) inside a selection."""
+    return f"c{int(j)}/{name}"
+
+
+def candidate_of(name: str) -> int | None:
+    """The candidate (1-based) a release name belongs to, None outside a selection."""
+    m = _CANDIDATE.fullmatch(name)
+    return int(m.group(1)) if m else None
+
+
+def _orders() -> np.ndarray:
+    from dpreg.privacy.renyi import _orders as grid
+
+    return grid([])
+
+
+def _gdp_delta(eps: np.ndarray, mu: float) -> np.ndarray:
+    """The GDP profile ``Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` at many ``eps``."""
+    from scipy.special import log_ndtr, ndtr
+
+    value = ndtr(-eps / mu + mu / 2.0) - np.exp(eps + log_ndtr(-eps / mu - mu / 2.0))
+    return np.maximum(value, 0.0)
+
+
+def ps22_rdp(orders: np.ndarray, mu_q: float, mean: float) -> np.ndarray:
+    """Papernot & Steinke (2022) Theorem 6 for a ``mu_q``-GDP base: the protocol's RDP.
+
+    ``lambda mu_q^2 / 2 + mean * delta_Q(ln(1 + 1/(lambda - 1))) + ln(mean) / (lambda - 1)``.
+    """
+    a = np.asarray(orders, dtype=float)
+    eps_hat = np.log1p(1.0 / (a - 1.0))
+    return a * mu_q**2 / 2.0 + mean * _gdp_delta(eps_hat, mu_q) + math.log(mean) / (a - 1.0)
+
+
+def _convert_eps(a: np.ndarray, rdp: np.ndarray, delta: float) -> float:
+    conv = (math.log(1.0 / delta) + (a - 1.0) * np.log1p(-1.0 / a) - np.log(a)) / (a - 1.0)
+    return max(0.0, float(np.min(rdp + conv)))
+
+
+def _convert_delta(a: np.ndarray, rdp: np.ndarray, epsilon: float) -> float:
+    log_d = (a - 1.0) * (rdp - epsilon) + (a - 1.0) * np.log1p(-1.0 / a) - np.log(a)
+    return float(min(1.0, math.exp(min(0.0, float(np.min(log_d))))))
+
+
+def selection_epsilon(mu_q: float, mean: float, *, delta: float, mu_out: float = 0.0) -> float:
+    """Epsilon at ``delta`` of the protocol over a ``mu_q``-GDP base, with ``mu_out``-GDP
+    releases beside it, after the optimal conversion over the order grid."""
+    a = _orders()
+    return _convert_eps(a, ps22_rdp(a, mu_q, mean) + a * mu_out**2 / 2.0, delta)
+
+
+def selection_mu(*, epsilon: float, delta: float, mean: float) -> float:
+    """The largest ``mu_Q`` whose protocol (``mean`` repetitions) meets ``(epsilon, delta)``."""
+    from scipy.optimize import brentq
+
+    def f(log_mu: float) -> float:
+        return selection_epsilon(math.exp(log_mu), mean, delta=delta) - epsilon
+
+    lo, hi = -20.0, 3.0
+    if f(lo) > 0:
+        raise DPRegError(
+            f"no base noise meets epsilon={epsilon}, delta={delta} with {mean} mean repetitions"
+        )
+    while f(hi) < 0:
+        hi += 2.0
+    return math.exp(brentq(f, lo, hi, xtol=1e-13, rtol=1e-12))
+
+
+def candidate_groups(releases: Sequence[Release]) -> tuple[Release, dict[int, list[Release]]]:
+    """The selection release of a list and its candidates' releases by candidate."""
+    sel = [r for r in releases if r.mechanism == SELECTION]
+    if len(sel) != 1:
+        raise DPRegError(f"a release list holds {len(sel)} selection releases; at most 1 allowed")
+    wrapper = sel[0]
+    groups: dict[int, list[Release]] = {j: [] for j in range(1, wrapper.copies + 1)}
+    for r in releases:
+        j = candidate_of(r.name)
+        if j is None:
+            continue
+        if j not in groups:
+            raise DPRegError(
+                f"release {r.name!r} names candidate {j}; the selection has {wrapper.copies}"
+            )
+        groups[j].append(r)
+    return wrapper, groups
+
+
+def optional_releases(releases: Sequence[Release]) -> set[str]:
+    """Names of releases a fit need not draw in every call: the candidates' of a selection
+    (a candidate is run a Poisson number of times, possibly never)."""
+    if not any(r.mechanism == SELECTION for r in releases):
+        return set()
+    return {r.name for r in releases if candidate_of(r.name) is not None}
+
+
+def selection_cost(releases: Sequence[Release], *, delta: float) -> dict[str, float | None]:
+    """``basic_epsilon``, ``basic_delta``, ``gdp_mu``, ``exact_epsilon``, ``exact_delta`` of a
+    list holding one selection release (see the module docstring).
+
+    The basic accounting takes the selection's nominal budget (its ``epsilon``
+    and ``delta``) in place of its candidates' shares, plus the other releases'.
+    """
+    from dpreg.privacy.accounting import laplace_epsilon, stated_cost
+
+    wrapper, groups = candidate_groups(releases)
+    inner = [r for g in groups.values() for r in g]
+    for r in inner:
+        if r.mechanism != "gaussian":
+            raise DPRegError(
+                f"release {r.name!r} inside a selection is {r.mechanism}; only Gaussian "
+                "candidates are accounted"
+            )
+    mu_q = max((math.sqrt(sum(r.mu**2 for r in g)) for g in groups.values() if g), default=0.0)
+    if mu_q == 0.0:
+        raise DPRegError("a selection without candidate releases")
+    inside = {id(r) for r in inner} | {id(wrapper)}
+    outside = [r for r in releases if id(r) not in inside and r.mechanism != "none"]
+    if any(r.mechanism == SELECTION or r.mechanism == "gaussian-mixing" for r in outside):
+        raise DPRegError("a selection composes only with Gaussian, Laplace or stated releases")
+    mu_out = math.sqrt(sum(r.mu**2 for r in outside if r.mechanism == "gaussian"))
+    pure = sum(laplace_epsilon(r) for r in outside if r.mechanism == "laplace")
+    pure += sum(stated_cost(r) for r in outside if r.mechanism not in ("gaussian", "laplace"))
+    fixed = sum(r.delta for r in outside if r.mechanism not in ("gaussian", "laplace"))
+    basic_eps = wrapper.epsilon + sum(r.epsilon for r in outside)
+    a = _orders()
+    rdp = ps22_rdp(a, mu_q, wrapper.scale) + a * mu_out**2 / 2.0
+    eps: float | None = math.inf
+    if delta > fixed:
+        eps = pure + _convert_eps(a, rdp, delta - fixed)
+    elif delta > 0:
+        eps = None
+    left = basic_eps - pure
+    dlt = fixed + (_convert_delta(a, rdp, left) if left > 0 else 1.0)
+    return {
+        "basic_epsilon": float(basic_eps),
+        "basic_delta": float(wrapper.delta + sum(r.delta for r in outside)),
+        "gdp_mu": None,
+        "exact_epsilon": eps,
+        "exact_delta": min(dlt, 1.0),
+    }
