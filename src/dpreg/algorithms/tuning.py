@@ -75,16 +75,16 @@ from typing import Any
 
 import numpy as np
 
+from dpreg._validation import epsilon_too_small
 from dpreg.algorithms import adassp, boosted, gd
 from dpreg.algorithms.base import Algorithm, Style, _freeze
 from dpreg.algorithms.fits import FitOptions, FitResult, ReleaseContext, _as_result
 from dpreg.preprocess.stats import SuffStats
 from dpreg.privacy import drawcheck
 from dpreg.privacy import mechanisms as mech
-from dpreg.privacy.accounting import selection_release
 from dpreg.privacy.calibrate import calibrate_multiplier
-from dpreg.privacy.mechanisms import Release
-from dpreg.privacy.selection import candidate_groups, candidate_name
+from dpreg.privacy.mechanisms import Release, selection_release
+from dpreg.privacy.selection import candidate_groups, candidate_name, selection_epsilon
 
 __all__ = ["BASES", "ENTRIES", "GRIDS", "SCORE_CLIP", "SCORE_SHARE", "Candidate"]
 
@@ -176,6 +176,9 @@ def _release_fn(tuned: str):
                 )
             return out
 
+        # the bound is at least its value without noise in the runs (ln(mu_K) per order)
+        if ctx.epsilon <= selection_epsilon(1e-9, float(J), delta=ctx.delta):
+            raise epsilon_too_small(ctx.epsilon)
         z = calibrate_multiplier(releases_of, epsilon=ctx.epsilon, delta=ctx.delta)
         return releases_of(z)
 
@@ -313,7 +316,7 @@ def _tuned(name: str, label: str, style: Style, what: str) -> Algorithm:
 
 
 ENTRIES = [
-    _tuned("dp-gd-tuned", "DP-GD (tuned privately)", Style("indigo", "-", "X"), "T, η, clip"),
-    _tuned("bas-tuned", "BoostedAdaSSP (tuned privately)", Style("mediumorchid", "-", ">"), "T"),
-    _tuned("adassp-tuned", "AdaSSP (tuned privately)", Style("steelblue", "-", "s"), "ρ"),
+    _tuned("dp-gd-tuned", "DP-GD (tuned privately)", Style("indigo", ":", "x"), "T, η, clip"),
+    _tuned("bas-tuned", "BoostedAdaSSP (tuned privately)", Style("mediumorchid", "-.", "<"), "T"),
+    _tuned("adassp-tuned", "AdaSSP (tuned privately)", Style("steelblue", "-", "8"), "ρ"),
 ]

@@ -47,7 +47,6 @@ __all__ = [
     "laplace_epsilon",
     "laplace_release",
     "mixing_release",
-    "selection_release",
     "stated_cost",
     "stated_release",
 ]
@@ -345,37 +344,6 @@ def mixing_release(
     )
 
 
-def selection_release(
-    name: str, *, mean: float, candidates: int, epsilon: float, delta: float, calibration: str
-) -> Release:
-    """The selection of the best of ``K ~ Poisson(mean)`` runs among ``candidates`` (PS22).
-
-    Wraps the releases named ``c<j>/...`` (``j = 1 .. candidates``) of the same
-    list: they are one run of the base mechanism for each candidate, and
-    :func:`compose` charges them through :func:`dpreg.privacy.selection.selection_cost`
-    (Papernot & Steinke 2022, Theorem 6).  Mechanism ``"poisson-selection"``;
-    ``scale`` is ``mean``, ``copies`` the number of candidates, ``(epsilon,
-    delta)`` the protocol's nominal budget; it has no sensitivity of its own.
-    """
-    mu_k = float(mean)
-    if not (mu_k > 0 and math.isfinite(mu_k)):
-        raise DPRegError(f"selection {name!r}: mean must be a finite number > 0, got {mean!r}")
-    if int(candidates) < 1:
-        raise DPRegError(f"selection {name!r}: candidates must be >= 1, got {candidates!r}")
-    return Release(
-        str(name),
-        "poisson-selection",
-        math.nan,
-        mu_k,
-        float(epsilon),
-        float(delta),
-        calibration,
-        True,
-        None,
-        int(candidates),
-    )
-
-
 def failure_release(name: str, *, probability: float, calibration: str, valid: bool) -> Release:
     """The failure probability of a safety margin, test or tail bound, as a delta term.
 
@@ -475,7 +443,7 @@ def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool 
       composed in Renyi DP instead, with the optimal conversion
       (:mod:`dpreg.privacy.renyi`), and ``exact_delta`` is that conversion's
       delta at the basic epsilon plus the other deltas.  A selection release
-      (:func:`selection_release`) and its candidates' releases are charged by
+      (:func:`dpreg.privacy.mechanisms.selection_release`) and its candidates' releases are charged by
       Papernot & Steinke's bound (:mod:`dpreg.privacy.selection`).
 
     Returns

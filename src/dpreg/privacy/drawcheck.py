@@ -31,7 +31,8 @@ statistics, that the draws agree with the releases:
 * every release that adds noise, and every ``failure`` release, is matched
   by at least one draw (except the candidates' releases inside a private
   selection, :mod:`dpreg.privacy.selection`: a candidate is run a random
-  number of times, possibly none).
+  number of times, possibly none -- but a candidate that ran drew every one
+  of its releases).
 
 :func:`draw_check` fits an entry once under :func:`recording` and returns
 the mismatches; the contract tests run it on every registry entry.
@@ -342,9 +343,10 @@ def compare_draws(
                 f"{r.name}: drew {dr.mechanism} scale {dr.scale:.10g}, "
                 f"the release declares {r.scale:.10g}"
             )
-    from dpreg.privacy.selection import optional_releases
+    from dpreg.privacy.selection import incomplete_candidates, optional_releases
 
     optional = optional_releases(releases)
+    problems += incomplete_candidates(releases, served)
     for r in releases:
         if (DRAW_FAMILY.get(r.mechanism) is not None or r.mechanism == "failure") and (
             r.name not in served and r.name not in optional

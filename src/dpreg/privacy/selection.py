@@ -4,7 +4,7 @@ The protocol (Papernot & Steinke 2022): draw ``K ~ Poisson(mu_K)``, run a base
 mechanism ``Q`` ``K`` times and output only the run with the best (private)
 score; ``K = 0`` outputs something independent of the data.  Its releases are
 written as one *selection release* (mechanism ``"poisson-selection"``, made by
-:func:`selection_release`: ``scale`` = ``mu_K``, ``copies`` = the number
+:func:`dpreg.privacy.mechanisms.selection_release`: ``scale`` = ``mu_K``, ``copies`` = the number
 ``J`` of candidates) beside the releases of every candidate's run of ``Q``,
 named ``c<j>/<name>`` (:func:`candidate_name`, ``j = 1 .. J``).  The
 accountant :func:`dpreg.privacy.accounting.compose` hands such a list here
@@ -57,20 +57,22 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from dpreg._validation import DPRegError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from dpreg.privacy.accounting import Release
+#: A :class:`dpreg.privacy.accounting.Release` (not imported: the accountant imports this
+#: module, and the privacy layer has no import cycles).
+Release = Any
 
 __all__ = [
     "SELECTION",
     "candidate_groups",
     "candidate_name",
     "candidate_of",
+    "incomplete_candidates",
     "optional_releases",
     "ps22_rdp",
     "selection_cost",
@@ -180,6 +182,22 @@ def optional_releases(releases: Sequence[Release]) -> set[str]:
     return {r.name for r in releases if candidate_of(r.name) is not None}
 
 
+def incomplete_candidates(releases: Sequence[Release], served: set[str]) -> list[str]:
+    """Candidates of a selection that ran (some release drawn) without drawing all their
+    noisy releases: a run of the base mechanism makes every release of its candidate."""
+    optional = optional_releases(releases)
+    groups: dict[int, set[str]] = {}
+    for r in releases:
+        if r.name in optional and r.mechanism == "gaussian":
+            groups.setdefault(candidate_of(r.name), set()).add(r.name)  # type: ignore[arg-type]
+    out = []
+    for j, names in sorted(groups.items()):
+        drawn = names & served
+        if drawn and drawn != names:
+            out.append(f"candidate c{j} ran but never drew {', '.join(sorted(names - drawn))}")
+    return out
+
+
 def selection_cost(releases: Sequence[Release], *, delta: float) -> dict[str, float | None]:
     """``basic_epsilon``, ``basic_delta``, ``gdp_mu``, ``exact_epsilon``, ``exact_delta`` of a
     list holding one selection release (see the module docstring).
@@ -187,8 +205,6 @@ def selection_cost(releases: Sequence[Release], *, delta: float) -> dict[str, fl
     The basic accounting takes the selection's nominal budget (its ``epsilon``
     and ``delta``) in place of its candidates' shares, plus the other releases'.
     """
-    from dpreg.privacy.accounting import laplace_epsilon, stated_cost
-
     wrapper, groups = candidate_groups(releases)
     inner = [r for g in groups.values() for r in g]
     for r in inner:
@@ -205,8 +221,13 @@ def selection_cost(releases: Sequence[Release], *, delta: float) -> dict[str, fl
     if any(r.mechanism == SELECTION or r.mechanism == "gaussian-mixing" for r in outside):
         raise DPRegError("a selection composes only with Gaussian, Laplace or stated releases")
     mu_out = math.sqrt(sum(r.mu**2 for r in outside if r.mechanism == "gaussian"))
-    pure = sum(laplace_epsilon(r) for r in outside if r.mechanism == "laplace")
-    pure += sum(stated_cost(r) for r in outside if r.mechanism not in ("gaussian", "laplace"))
+    # Laplace: sensitivity / b; stated: true_epsilon where known (as the accountant charges them)
+    pure = sum(r.sensitivity / r.scale for r in outside if r.mechanism == "laplace")
+    pure += sum(
+        r.epsilon if r.true_epsilon is None else r.true_epsilon
+        for r in outside
+        if r.mechanism not in ("gaussian", "laplace")
+    )
     fixed = sum(r.delta for r in outside if r.mechanism not in ("gaussian", "laplace"))
     basic_eps = wrapper.epsilon + sum(r.epsilon for r in outside)
     a = _orders()
