@@ -300,6 +300,7 @@ def _released(captured, grid, runs, winner, chosen) -> dict[str, np.ndarray]:
 
 def _tuned(name: str, label: str, style: Style, what: str) -> Algorithm:
     base = BASES[name]
+    names = sorted({k for params, _ in GRIDS[name] for k in params if _varies(name, k)})
     return Algorithm(
         name,
         label,
@@ -308,11 +309,16 @@ def _tuned(name: str, label: str, style: Style, what: str) -> Algorithm:
         release_fn=_release_fn(name),
         fit_fn=_fit_fn(name),
         needs_rows=True,
+        tuned_privately=tuple(names) or ("rho",),
         neighbouring=base.neighbouring,
         style=style,
         reference=f"{base.label} with {what} chosen privately: best of K ~ Poisson(J) runs "
         "(Papernot & Steinke 2022, Thm 6), whole protocol at (ε, δ)",
     )
+
+
+def _varies(name: str, key: str) -> bool:
+    return len({params.get(key) for params, _ in GRIDS[name]}) > 1
 
 
 ENTRIES = [
