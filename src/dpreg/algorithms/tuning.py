@@ -39,7 +39,7 @@ price grows slowly in ``J``; the chance of ``K = 0`` (the trivial output)
 is ``e^{-J}``, at most 1.8% on these grids (``J >= 4``).
 
 The entries and their grids (public, fixed before any data is seen)
-------------------------------------------------------------------
+-------------------------------------------------------------------
 ``dp-gd-tuned``
     DP-GD (:mod:`dpreg.algorithms.gd`, add/remove): ``T`` in {3, 10},
     ``eta`` in {0.25, 1}, residual clip ``C`` in {0.5, 1} ``B_Y`` (8
