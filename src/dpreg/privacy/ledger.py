@@ -97,7 +97,7 @@ def _release_text(r: Release) -> str:
     if r.mechanism == "poisson-selection":  # the whole protocol's bound (dpreg.privacy.selection)
         return (
             f"{r.name}:best-of-Poisson({r.scale:.6g})-runs-of-{r.copies}-candidates"
-            f"[Papernot-Steinke-2022-Thm6]@({r.epsilon:.6g},{r.delta:.3g})"
+            f"[upper-bound:Papernot-Steinke-2022-Thm6]@({r.epsilon:.6g},{r.delta:.3g})"
         )
     if r.mechanism in ("external", "failure"):
         return f"{r.name}:{r.calibration}@({r.epsilon:.6g},{r.delta:.3g})"
