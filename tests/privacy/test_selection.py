@@ -85,9 +85,11 @@ def test_selection_mu_inverts_the_bound(eps):
 
 
 def test_refusals_name_the_problem():
-    lap = mech.laplace_release(candidate_name(1, "x"), sensitivity=1.0, b=1.0, epsilon=1.0)
-    with pytest.raises(DPRegError, match="inside a selection is laplace"):
-        mech.compose([*_selection([[0.5]]), lap], delta=DELTA)
+    op = mech.stated_release(
+        candidate_name(1, "x"), mechanism="objpert", epsilon=1.0, delta=1e-7, calibration="t"
+    )
+    with pytest.raises(DPRegError, match="inside a selection is objpert"):
+        mech.compose([*_selection([[0.5]]), op], delta=DELTA)
     with pytest.raises(DPRegError, match="names candidate 3; the selection has 1"):
         mech.compose([*_selection([[0.5]]), _gauss(candidate_name(3, "x"), 0.1)], delta=DELTA)
     with pytest.raises(DPRegError, match="2 selection releases"):
@@ -111,3 +113,17 @@ def test_existing_accounting_is_unchanged_without_a_selection():
     assert out["exact_epsilon"] == mech.gdp_epsilon(mu=0.5, delta=DELTA)
     assert out["gdp_mu"] == pytest.approx(0.5) and math.isfinite(out["exact_delta"])
     assert np.isclose(out["basic_epsilon"], 1.0)
+
+
+def test_a_pure_part_inside_a_candidate_costs_between_its_two_bounds():
+    """Candidate = mu-GDP + pure eps_p: the protocol costs more than the Gaussian part alone
+    and at most the Gaussian part's selection plus eps_p... per order; a Laplace release in
+    a candidate is charged sensitivity / b."""
+    lap = mech.laplace_release(candidate_name(1, "lap"), sensitivity=1.0, b=20.0, epsilon=0.05)
+    rel = [*_selection([[0.5]]), lap]
+    got = mech.compose(rel, delta=DELTA)["exact_epsilon"]
+    alone = selection_epsilon(0.5, 4.0, delta=DELTA)
+    assert alone < got
+    # RDP of the candidate grows by at most 0.05 per order and delta_hat(eps) is at most
+    # delta_GDP(eps - 0.05); both push the bound up by a bounded amount
+    assert got < alone + 0.05 + 4.0 * 0.05

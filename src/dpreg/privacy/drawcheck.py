@@ -14,7 +14,8 @@ statistics, that the draws agree with the releases:
 * a named noise draw has the mechanism family its release declares
   (Gaussian for ``gaussian`` and for the stated mechanisms that add Gaussian
   noise -- ``objpert``, ``ops``, ``noisysgd``, ``sheffet-jl``,
-  ``renyi-mixing``, ``gaussian-mixing`` --, Laplace for ``laplace``, Gumbel for ``exponential``)
+  ``renyi-mixing``, ``gaussian-mixing`` --, Laplace for ``laplace``, Gumbel for ``exponential``,
+  Poisson -- the number of runs, scale its mean -- for ``poisson-selection``)
   and the release's scale within a relative ``1e-9`` (or at most that scale
   where the release declares the largest scale any repeat can use,
   ``bound=True``);
@@ -79,7 +80,7 @@ DRAW_FAMILY: dict[str, str | None] = {
     "gaussian-mixing": "gaussian",
     "exponential": "gumbel",
     "external": None,
-    "poisson-selection": None,
+    "poisson-selection": "poisson",
     "failure": None,
     "none": None,
 }

@@ -23,6 +23,13 @@ candidate (Dong, Roth & Su 2019, Corollary 3.3).  Hence ``Q`` is
 Proposition 7) and ``(eps_hat, delta_hat)``-DP with ``delta_hat =
 delta_Q(eps_hat)`` its exact GDP profile (Dong, Roth & Su 2019, Corollary 2.13).
 
+A candidate may also make pure-DP releases (Laplace, an exponential
+mechanism) of ``eps_p`` in all: its RDP is then ``lambda mu^2/2 + min(eps_p,
+lambda eps_p^2/2)`` (pure ``eps``-DP is ``eps^2/2``-zCDP; Bun & Steinke 2016,
+Proposition 1.4) and ``delta_hat`` the smaller of ``delta_GDP(eps_hat -
+eps_p)`` (basic composition; 1 below ``eps_p``) and the CKS conversion of
+that curve (:func:`ps22_curve`).
+
 Papernot & Steinke (2022, Theorem 6, Poisson distribution): if ``Q`` is
 ``(lambda, eps_lambda)``-RDP and ``(eps_hat, delta_hat)``-DP with ``e^eps_hat
 <= 1 + 1/(lambda - 1)``, the protocol is ``(lambda, eps')``-RDP with ::
@@ -50,6 +57,8 @@ Dong, J., Roth, A. & Su, W. (2019). Gaussian differential privacy. JRSS-B.
 van Erven, T. & Harremoes, P. (2014). Renyi divergence and Kullback-Leibler
 divergence. IEEE Trans. Inf. Theory.
 Mironov, I. (2017). Renyi differential privacy. CSF.
+Bun, M. & Steinke, T. (2016). Concentrated differential privacy:
+simplifications, extensions, and lower bounds. TCC.
 """
 
 from __future__ import annotations
@@ -74,6 +83,7 @@ __all__ = [
     "candidate_of",
     "incomplete_candidates",
     "optional_releases",
+    "ps22_curve",
     "ps22_rdp",
     "selection_cost",
     "selection_epsilon",
@@ -111,14 +121,56 @@ def _gdp_delta(eps: np.ndarray, mu: float) -> np.ndarray:
     return np.maximum(value, 0.0)
 
 
-def ps22_rdp(orders: np.ndarray, mu_q: float, mean: float) -> np.ndarray:
-    """Papernot & Steinke (2022) Theorem 6 for a ``mu_q``-GDP base: the protocol's RDP.
+def ps22_rdp(orders: np.ndarray, mu_q: float, mean: float, pure: float = 0.0) -> np.ndarray:
+    """Papernot & Steinke (2022) Theorem 6: the protocol's RDP over a base of one kind.
 
-    ``lambda mu_q^2 / 2 + mean * delta_Q(ln(1 + 1/(lambda - 1))) + ln(mean) / (lambda - 1)``.
+    For a ``mu_q``-GDP base: ``lambda mu_q^2 / 2 + mean * delta_Q(ln(1 + 1/(lambda - 1)))
+    + ln(mean) / (lambda - 1)``; with ``pure > 0`` the base also makes pure-DP releases of
+    ``pure`` in all (see :func:`ps22_curve`).
     """
+    return ps22_curve(orders, [(mu_q, pure)], mean)
+
+
+def _base_rdp(a: np.ndarray, mu: float, pure: float) -> np.ndarray:
+    """RDP of a base of ``mu``-GDP and ``pure``-DP parts: ``lambda mu^2/2 + min(pure,
+    lambda pure^2/2)`` (pure eps-DP is eps^2/2-zCDP; Bun & Steinke 2016, Prop. 1.4)."""
+    return a * mu**2 / 2.0 + np.minimum(pure, a * pure**2 / 2.0)
+
+
+#: orders of the inner conversion giving delta_hat of a base with a pure part
+_INNER = 1.0 + np.exp(np.linspace(math.log(1e-3), math.log(1e4), 300))
+
+
+def _base_delta(eps_hat: np.ndarray, mu: float, pure: float) -> np.ndarray:
+    """``delta_Q(eps_hat)`` of a base of ``mu``-GDP and ``pure``-DP parts.
+
+    Gaussian only: the exact GDP profile.  With a pure part, the smaller of two
+    valid bounds: basic composition ``delta_GDP(eps_hat - pure)`` (1 below
+    ``pure``), and the CKS conversion of the base's RDP curve at ``eps_hat``.
+    """
+    if pure == 0.0:
+        return _gdp_delta(eps_hat, mu)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shifted = np.where(eps_hat >= pure, _gdp_delta(np.maximum(eps_hat - pure, 0.0), mu), 1.0)
+    b = _INNER[:, None]
+    log_d = (
+        (b - 1.0) * (_base_rdp(b, mu, pure) - eps_hat[None, :])
+        + (b - 1.0) * np.log1p(-1.0 / b)
+        - np.log(b)
+    )
+    cks = np.exp(np.minimum(0.0, np.min(log_d, axis=0)))
+    return np.minimum(shifted, cks)
+
+
+def ps22_curve(orders: np.ndarray, parts: Sequence[tuple[float, float]], mean: float) -> np.ndarray:
+    """The protocol's RDP over a uniform mixture of candidates, candidate ``j`` being
+    ``mu_j``-GDP plus ``pure_j``-DP (``parts``): the mixture's RDP and ``delta_hat`` are at
+    most the largest candidate's (module docstring), and Theorem 6 applies to those."""
     a = np.asarray(orders, dtype=float)
     eps_hat = np.log1p(1.0 / (a - 1.0))
-    return a * mu_q**2 / 2.0 + mean * _gdp_delta(eps_hat, mu_q) + math.log(mean) / (a - 1.0)
+    rdp = np.max([_base_rdp(a, mu, p) for mu, p in parts], axis=0)
+    dhat = np.max([_base_delta(eps_hat, mu, p) for mu, p in parts], axis=0)
+    return rdp + mean * dhat + math.log(mean) / (a - 1.0)
 
 
 def _convert_eps(a: np.ndarray, rdp: np.ndarray, delta: float) -> float:
@@ -153,6 +205,16 @@ def selection_mu(*, epsilon: float, delta: float, mean: float) -> float:
     while f(hi) < 0:
         hi += 2.0
     return math.exp(brentq(f, lo, hi, xtol=1e-13, rtol=1e-12))
+
+
+#: pure-DP mechanisms a candidate may hold beside its Gaussian releases (delta 0)
+_PURE = ("laplace", "exponential")
+
+
+def _pure_cost(r: Release) -> float:
+    if r.mechanism == "laplace":
+        return float(r.sensitivity / r.scale)
+    return float(r.epsilon if r.true_epsilon is None else r.true_epsilon)
 
 
 def candidate_groups(releases: Sequence[Release]) -> tuple[Release, dict[int, list[Release]]]:
@@ -208,13 +270,22 @@ def selection_cost(releases: Sequence[Release], *, delta: float) -> dict[str, fl
     wrapper, groups = candidate_groups(releases)
     inner = [r for g in groups.values() for r in g]
     for r in inner:
-        if r.mechanism != "gaussian":
+        if r.mechanism not in ("gaussian", *_PURE) or (r.mechanism in _PURE and r.delta != 0):
             raise DPRegError(
                 f"release {r.name!r} inside a selection is {r.mechanism}; only Gaussian "
-                "candidates are accounted"
+                f"and pure-DP ({', '.join(_PURE)}) candidates are accounted"
             )
-    mu_q = max((math.sqrt(sum(r.mu**2 for r in g)) for g in groups.values() if g), default=0.0)
-    if mu_q == 0.0:
+    parts = sorted(  # equal candidates (the calibrated case) counted once
+        {
+            (
+                math.sqrt(sum(r.mu**2 for r in g if r.mechanism == "gaussian")),
+                sum(_pure_cost(r) for r in g if r.mechanism in _PURE),
+            )
+            for g in groups.values()
+            if g
+        }
+    )
+    if not parts or max(mu + p for mu, p in parts) == 0.0:
         raise DPRegError("a selection without candidate releases")
     inside = {id(r) for r in inner} | {id(wrapper)}
     outside = [r for r in releases if id(r) not in inside and r.mechanism != "none"]
@@ -231,7 +302,7 @@ def selection_cost(releases: Sequence[Release], *, delta: float) -> dict[str, fl
     fixed = sum(r.delta for r in outside if r.mechanism not in ("gaussian", "laplace"))
     basic_eps = wrapper.epsilon + sum(r.epsilon for r in outside)
     a = _orders()
-    rdp = ps22_rdp(a, mu_q, wrapper.scale) + a * mu_out**2 / 2.0
+    rdp = ps22_curve(a, parts, wrapper.scale) + a * mu_out**2 / 2.0
     eps: float | None = math.inf
     if delta > fixed:
         eps = pure + _convert_eps(a, rdp, delta - fixed)
