@@ -95,6 +95,12 @@ def test_releases_are_well_formed(name):
                 assert 0 < r.epsilon <= eps * (1 + 1e-12) and 0 <= r.delta < 1
                 assert np.isnan(r.sensitivity) and np.isnan(r.scale)
                 continue
+            if r.mechanism == "poisson-selection":
+                # the best of K ~ Poisson(scale) runs over `copies` candidates (PS22): the
+                # protocol's nominal budget, no sensitivity of its own
+                assert r.epsilon == eps and r.copies >= 1 and np.isnan(r.sensitivity)
+                assert r.scale > 0 and np.isfinite(r.scale)
+                continue
             assert r.sensitivity > 0 and np.isfinite(r.sensitivity)
             assert r.scale > 0 and np.isfinite(r.scale)
             assert 0 < r.epsilon <= eps * (1 + 1e-12)

@@ -243,7 +243,9 @@ def test_labels_come_from_the_registry():
         )
         assert lab["kind"] == expected
         assert lab["bounds"] == ("bound-free" if alg.bound_free else "bounds given")
-        assert (lab["tuning"] != "not tuned on data") == bool(alg.tuned_nonprivately)
+        tuned = bool(alg.tuned_nonprivately or alg.tuned_privately)
+        assert (lab["tuning"] != "not tuned on data") == tuned
+        assert lab["tuning"].startswith("tuned privately") == bool(alg.tuned_privately)
     assert labels("my-plugin")["kind"] == "unregistered"
 
 

@@ -133,6 +133,9 @@ class Algorithm:
     tuned_nonprivately : tuple of str
         Hyperparameters whose defaults were tuned on data without privacy by
         their authors (labelled in tables and figures).
+    tuned_privately : tuple of str
+        Hyperparameters the entry chooses on the data inside its privacy
+        budget (a private selection, :mod:`dpreg.algorithms.tuning`; labelled).
     neighbouring : str
         ``"add/remove"`` or ``"replace-one"``: the relation the releases'
         sensitivities are computed under.
@@ -176,6 +179,7 @@ class Algorithm:
     reproduction: bool = False
     hyperparameters: Mapping[str, Any] = field(default_factory=dict)
     tuned_nonprivately: tuple[str, ...] = ()
+    tuned_privately: tuple[str, ...] = ()
     neighbouring: str = "add/remove"
     stacks_runs: bool = False
     epsilon_free_step: bool = False

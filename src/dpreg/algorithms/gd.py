@@ -105,10 +105,18 @@ def _params(ctx_or_params) -> tuple[int, float]:
     return int(T), float(eta)
 
 
+def _clip(params) -> float:
+    """The residual clip in units of ``B_Y`` (1 unless a tuner's candidate sets ``clip``)."""
+    c = params.get("clip", 1.0)
+    if isinstance(c, bool) or not isinstance(c, int | float) or not (0 < c < math.inf):
+        raise DPRegError(f"dp-gd: clip must be a number > 0 (units of B_Y), got {c!r}")
+    return float(c)
+
+
 def _releases(ctx: ReleaseContext, *, replace_one: bool) -> list[Release]:
     """``T`` Gaussian releases of the clipped gradient sum (sensitivity ``gamma`` or ``2 gamma``)."""
     T, _ = _params(ctx)
-    gamma = ctx.bound_x * ctx.bound_y
+    gamma = ctx.bound_x * ctx.bound_y * _clip(dict(ctx.params))
     sens = 2.0 * gamma if replace_one else gamma
     sigma = dpgd_sigma(epsilon=ctx.epsilon, delta=ctx.delta, sensitivity=sens, T=T)
     return [
@@ -129,7 +137,7 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResult:
     X, y = opts.rows  # type: ignore[misc]
     n, d = X.shape
     T, eta = _params(opts.params)
-    C = stats.bound_y
+    C = stats.bound_y * _clip(opts.params)
     R = opts.size
     sigma = rel[0].scale
     xi = mech.standard_normals((R, T * d), rng=opts.rng).reshape(R, T, d)  # type: ignore[arg-type]

@@ -442,7 +442,9 @@ def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool 
       release (:func:`mixing_release`) the Gaussian and mixing releases are
       composed in Renyi DP instead, with the optimal conversion
       (:mod:`dpreg.privacy.renyi`), and ``exact_delta`` is that conversion's
-      delta at the basic epsilon plus the other deltas.
+      delta at the basic epsilon plus the other deltas.  A selection release
+      (:func:`dpreg.privacy.mechanisms.selection_release`) and its candidates' releases are charged by
+      Papernot & Steinke's bound (:mod:`dpreg.privacy.selection`).
 
     Returns
     -------
@@ -463,6 +465,11 @@ def compose(releases: list[Release], *, delta: float) -> dict[str, float | bool 
         "exact_delta": None,
     }
     if not private:
+        return out
+    if any(r.mechanism == "poisson-selection" for r in private):
+        from dpreg.privacy.selection import selection_cost
+
+        out.update(selection_cost(private, delta=dlt))
         return out
     gauss = [r for r in private if r.mechanism == "gaussian"]
     pure = float(sum(laplace_epsilon(r) for r in private if r.mechanism == "laplace"))

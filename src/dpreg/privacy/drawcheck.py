@@ -14,7 +14,8 @@ statistics, that the draws agree with the releases:
 * a named noise draw has the mechanism family its release declares
   (Gaussian for ``gaussian`` and for the stated mechanisms that add Gaussian
   noise -- ``objpert``, ``ops``, ``noisysgd``, ``sheffet-jl``,
-  ``renyi-mixing``, ``gaussian-mixing`` --, Laplace for ``laplace``, Gumbel for ``exponential``)
+  ``renyi-mixing``, ``gaussian-mixing`` --, Laplace for ``laplace``, Gumbel for ``exponential``,
+  Poisson -- the number of runs, scale its mean -- for ``poisson-selection``)
   and the release's scale within a relative ``1e-9`` (or at most that scale
   where the release declares the largest scale any repeat can use,
   ``bound=True``);
@@ -29,7 +30,10 @@ statistics, that the draws agree with the releases:
   ``failure`` release it is declared as, or within the delta of the
   release it protects;
 * every release that adds noise, and every ``failure`` release, is matched
-  by at least one draw.
+  by at least one draw (except the candidates' releases inside a private
+  selection, :mod:`dpreg.privacy.selection`: a candidate is run a random
+  number of times, possibly none -- but a candidate that ran drew every one
+  of its releases).
 
 :func:`draw_check` fits an entry once under :func:`recording` and returns
 the mismatches; the contract tests run it on every registry entry.
@@ -57,6 +61,7 @@ __all__ = [
     "compare_draws",
     "draw_check",
     "margin",
+    "prefixed",
     "record",
     "recording",
     "scaled",
@@ -75,6 +80,7 @@ DRAW_FAMILY: dict[str, str | None] = {
     "gaussian-mixing": "gaussian",
     "exponential": "gumbel",
     "external": None,
+    "poisson-selection": "poisson",
     "failure": None,
     "none": None,
 }
@@ -119,6 +125,7 @@ class Draw:
 
 _LOG: ContextVar[list[Draw] | None] = ContextVar("dpreg_draw_log", default=None)
 _SERVING: ContextVar[str | None] = ContextVar("dpreg_draw_serving", default=None)
+_PREFIX: ContextVar[str] = ContextVar("dpreg_draw_prefix", default="")
 
 
 def active() -> bool:
@@ -156,6 +163,24 @@ def serving(release: str | None) -> Iterator[None]:
         _SERVING.reset(token)
 
 
+@contextmanager
+def prefixed(prefix: str) -> Iterator[None]:
+    """Draws, clips and margins recorded inside the block serve ``prefix + release``.
+
+    For a wrapper that runs another entry's fit under its own release names
+    (a candidate of a private selection, :mod:`dpreg.privacy.selection`).  A
+    no-op when not recording.
+    """
+    if _LOG.get() is None:
+        yield
+        return
+    token = _PREFIX.set(_PREFIX.get() + prefix)
+    try:
+        yield
+    finally:
+        _PREFIX.reset(token)
+
+
 def record(
     release: str | None,
     mechanism: str,
@@ -177,6 +202,8 @@ def record(
         return
     if release is None:
         release = _SERVING.get()
+    if release is not None:
+        release = _PREFIX.get() + release
     s = np.asarray(scale, dtype=float)
     if sensitivity is not None:
         se = np.broadcast_to(np.asarray(sensitivity, dtype=float), s.shape)
@@ -235,6 +262,7 @@ def margin(release: str, sds: Any, *, tail: str = "gaussian") -> None:
     log = _LOG.get()
     if log is None:
         return
+    release = _PREFIX.get() + release
     log.append(Draw(release, f"margin-{tail}", s.shape, float(np.min(s)) if s.size else math.nan))
 
 
@@ -316,9 +344,13 @@ def compare_draws(
                 f"{r.name}: drew {dr.mechanism} scale {dr.scale:.10g}, "
                 f"the release declares {r.scale:.10g}"
             )
+    from dpreg.privacy.selection import incomplete_candidates, optional_releases
+
+    optional = optional_releases(releases)
+    problems += incomplete_candidates(releases, served)
     for r in releases:
         if (DRAW_FAMILY.get(r.mechanism) is not None or r.mechanism == "failure") and (
-            r.name not in served
+            r.name not in served and r.name not in optional
         ):
             if r.mechanism == "failure" and r.delta == 0.0:
                 continue  # a tail that underflows to 0 needs no margin

@@ -34,6 +34,7 @@ class Mechanism(StrEnum):
     OBJPERT = "objpert"  #: objective perturbation (Wang's methods): cost its analysis claims
     OPS = "ops"  #: one posterior sample (Wang's methods): cost its analysis claims
     NOISYSGD = "noisysgd"  #: noisy SGD (Wang's methods): cost its analysis claims
+    POISSON_SELECTION = "poisson-selection"  #: best of Poisson-many runs (dpreg.privacy.selection)
 
 
 class Neighbouring(StrEnum):

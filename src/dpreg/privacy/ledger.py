@@ -94,6 +94,11 @@ _SCALE_NAME = {"gaussian": "sigma", "laplace": "b"}
 
 
 def _release_text(r: Release) -> str:
+    if r.mechanism == "poisson-selection":  # the whole protocol's bound (dpreg.privacy.selection)
+        return (
+            f"{r.name}:best-of-Poisson({r.scale:.6g})-runs-of-{r.copies}-candidates"
+            f"[upper-bound:Papernot-Steinke-2022-Thm6]@({r.epsilon:.6g},{r.delta:.3g})"
+        )
     if r.mechanism in ("external", "failure"):
         return f"{r.name}:{r.calibration}@({r.epsilon:.6g},{r.delta:.3g})"
     if r.true_epsilon is not None:  # the accountant charges the proven epsilon, not the nominal

@@ -99,6 +99,7 @@ __all__ = [
     "laplace_noise",
     "laplace_release",
     "normal_block_noise",
+    "selection_release",
     "stated_release",
     "objective_laplace_noise",
     "standard_normals",
@@ -414,3 +415,34 @@ def objective_laplace_noise(
     quad = lap[:, :m].copy()
     quad[:, iu[0] != iu[1]] *= 0.5
     return matrix_from_normals("symmetric", quad, d, 1.0), 0.5 * lap[:, m:]
+
+
+def selection_release(
+    name: str, *, mean: float, candidates: int, epsilon: float, delta: float, calibration: str
+) -> Release:
+    """The selection of the best of ``K ~ Poisson(mean)`` runs among ``candidates`` (PS22).
+
+    Wraps the releases named ``c<j>/...`` (``j = 1 .. candidates``) of the same
+    list: they are one run of the base mechanism for each candidate, and
+    :func:`~dpreg.privacy.accounting.compose` charges them through :func:`dpreg.privacy.selection.selection_cost`
+    (Papernot & Steinke 2022, Theorem 6).  Mechanism ``"poisson-selection"``;
+    ``scale`` is ``mean``, ``copies`` the number of candidates, ``(epsilon,
+    delta)`` the protocol's nominal budget; it has no sensitivity of its own.
+    """
+    mu_k = float(mean)
+    if not (mu_k > 0 and math.isfinite(mu_k)):
+        raise DPRegError(f"selection {name!r}: mean must be a finite number > 0, got {mean!r}")
+    if int(candidates) < 1:
+        raise DPRegError(f"selection {name!r}: candidates must be >= 1, got {candidates!r}")
+    return Release(
+        str(name),
+        "poisson-selection",
+        math.nan,
+        mu_k,
+        float(epsilon),
+        float(delta),
+        calibration,
+        True,
+        None,
+        int(candidates),
+    )

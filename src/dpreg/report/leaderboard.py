@@ -32,7 +32,7 @@ the datasets as the units of comparison (Demšar 2006):
 Methods are labelled from the registry (:data:`dpreg.algorithms.ALGORITHMS`):
 private, non-private or a reproduction of published code whose privacy is not
 claimed; bounds given or bound-free; the hyperparameters tuned without
-privacy; the neighbour relation.  Non-private references are left out of the
+privacy, or chosen privately inside the budget; the neighbour relation.  Non-private references are left out of the
 ranking unless asked for.
 
 References
@@ -141,11 +141,15 @@ def labels(algorithm: str) -> dict[str, str]:
         }
     kind = "non-private" if not spec.private else "reproduction" if spec.reproduction else "private"
     tuned = tuple(getattr(spec, "tuned_nonprivately", ()))
+    private_tuned = tuple(getattr(spec, "tuned_privately", ()))
+    tuning = f"tuned non-privately: {', '.join(tuned)}" if tuned else "not tuned on data"
+    if private_tuned:
+        tuning = f"tuned privately: {', '.join(private_tuned)}"
     return {
         "label": spec.label,
         "kind": kind,
         "bounds": "bound-free" if getattr(spec, "bound_free", False) else "bounds given",
-        "tuning": f"tuned non-privately: {', '.join(tuned)}" if tuned else "not tuned on data",
+        "tuning": tuning,
         "neighbouring": spec.neighbouring if spec.private else "",
     }
 
