@@ -11,20 +11,55 @@ as it was.
 umask; the file is given ``0666 & ~umask`` before it is moved into place, so
 outputs are group-readable on a shared cluster folder exactly as a plain
 ``open(path, "w")`` would make them.
+
+A write that fails because the disk (or the user's quota, or the process's
+file-size limit) is full raises :class:`~dpreg._validation.DPRegError` naming
+the destination, "no space left" and what to do, instead of the bare
+``OSError`` a job would otherwise print with its traceback.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["atomic_path", "umask_mode", "write_bytes_atomic", "write_text_atomic"]
+from dpreg._validation import DPRegError
+
+__all__ = [
+    "NO_SPACE_ERRNOS",
+    "atomic_path",
+    "no_space_error",
+    "umask_mode",
+    "write_bytes_atomic",
+    "write_text_atomic",
+]
 
 _UMASK_LOCK = threading.Lock()
+
+#: errno values of a write that failed for want of space: the file system is
+#: full (ENOSPC), the user's quota is used up (EDQUOT), or the file would pass
+#: the process's file-size limit, ``ulimit -f`` (EFBIG).
+NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def no_space_error(path: str | os.PathLike[str], err: OSError) -> DPRegError:
+    """The one message for a write of ``path`` that failed with ``err`` (an errno of
+    :data:`NO_SPACE_ERRNOS`): which file, why, that nothing partial was kept, what to do."""
+    why = {
+        errno.ENOSPC: "no space left on device",
+        errno.EDQUOT: "no space left: disk quota exceeded",
+        errno.EFBIG: "no space left: file larger than the process's file-size limit (ulimit -f)",
+    }[err.errno]
+    return DPRegError(
+        f"cannot write {path}: {why}; nothing partial was kept ({Path(path).name} is "
+        f"as it was before the write). Free space on the file system of {Path(path).parent} "
+        "(or raise the limit) and run the same command again"
+    )
 
 
 def umask_mode() -> int:
@@ -55,13 +90,23 @@ def atomic_path(path: str | os.PathLike[str], *, mkdir: bool = True) -> Iterator
     path = Path(path)
     if mkdir:
         path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        if err.errno in NO_SPACE_ERRNOS:  # no inode left for the temporary file
+            raise no_space_error(path, err) from None
+        raise
     os.close(fd)
     tmp = Path(name)
     try:
         yield tmp
         os.chmod(tmp, umask_mode())
         os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        if err.errno in NO_SPACE_ERRNOS:
+            raise no_space_error(path, err) from None
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
