@@ -54,7 +54,7 @@ def no_space_error(path: str | os.PathLike[str], err: OSError) -> DPRegError:
         errno.ENOSPC: "no space left on device",
         errno.EDQUOT: "no space left: disk quota exceeded",
         errno.EFBIG: "no space left: file larger than the process's file-size limit (ulimit -f)",
-    }[err.errno]
+    }.get(err.errno or 0, "no space left on device")
     return DPRegError(
         f"cannot write {path}: {why}; nothing partial was kept ({Path(path).name} is "
         f"as it was before the write). Free space on the file system of {Path(path).parent} "
