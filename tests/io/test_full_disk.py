@@ -191,3 +191,28 @@ def test_no_inode_for_the_temporary_file_is_a_full_disk(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "mkstemp", no_inode)
     with pytest.raises(DPRegError, match=r"cannot write .*out.bin: no space left on device"):
         write_bytes_atomic(tmp_path / "out.bin", b"x")
+
+
+JOB = r"""
+import sys
+from dpreg.joblog import log_to_file
+from dpreg import DPRegError
+log_to_file(sys.argv[1])
+raise DPRegError(sys.argv[2])
+"""
+
+
+@pytest.mark.parametrize("log", ["/dev/full", "ok"])
+def test_a_job_error_reaches_the_console_when_its_log_cannot_be_written(tmp_path, log):
+    """On a full disk the job's log file (on the same disk) cannot be written
+    either: the one-line error goes to the console first, with no excepthook
+    failure. /dev/full fails every write with ENOSPC, as a full disk does."""
+    path = log if log == "/dev/full" else str(tmp_path / "job.log")
+    message = "cannot write results/x.parquet: no space left on device"
+    proc = subprocess.run(
+        [sys.executable, "-c", JOB, path, message], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode != 0  # 1, or 120 when the log cannot be flushed at exit either
+    assert proc.stderr == f"ERROR {message}\n"  # one line, no excepthook failure
+    if log == "ok":
+        assert Path(path).read_text().endswith(f"ERROR {message}\n")
