@@ -129,3 +129,37 @@ def test_a_folder_that_cannot_be_written_is_named(in_tmp, monkeypatch):
     msg = str(exc.value)
     assert f"cannot write in {in_tmp / 'results'} (Permission denied)" in msg
     assert f"chmod -R u+w {in_tmp / 'results'}" in msg
+
+
+def test_readme_troubleshooting_quotes_the_messages(in_tmp, other_run, monkeypatch):
+    """Each message README's Troubleshooting section quotes is the one the code gives."""
+    import errno
+    import re
+    from pathlib import Path
+
+    from dpreg.io.atomic import no_space_error
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Troubleshooting", 1)[1].split("\n## ", 1)[0]
+    quoted = re.findall(r"\*\*`([^`]*)`", section)
+    with pytest.raises(DPRegError) as busy:
+        claim_run_directory(["results"], [SNAKEMAKE, "--cores", "2"])
+
+    def denied_probe(folder):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(rundir, "_probe", denied_probe)
+    with pytest.raises(DPRegError) as denied:
+        check_writable(["results"])
+    full = no_space_error("out.csv", OSError(errno.ENOSPC, "x"))
+    ours = {
+        "another Snakemake run is active in DIR (pid …)": str(busy.value),
+        "cannot write in DIR (Permission denied)": str(denied.value),
+        "cannot write FILE: no space left on device": str(full),
+    }
+    assert set(ours) <= set(quoted)
+    for text, message in ours.items():
+        pattern = re.escape(text).replace("DIR", r"\S+").replace("FILE", r"\S+")
+        pattern = pattern.replace(re.escape("…"), ".*")
+        assert re.search(pattern, message), (text, message)
+    assert "dpreg config check" in section and RUN_LOCK.as_posix() in section
