@@ -62,6 +62,20 @@ def test_a_run_takes_the_lock_and_records_itself(in_tmp):
 def test_a_look_takes_no_lock_and_writes_nothing(in_tmp):
     assert not claim_run_directory(["results"], [SNAKEMAKE, "-n"])
     assert list(in_tmp.iterdir()) == []
+    (in_tmp / ".snakemake").mkdir()  # after a run: still no lock taken
+    assert not claim_run_directory(["results"], [SNAKEMAKE, "-n"])
+    assert [p.name for p in in_tmp.iterdir()] == [".snakemake"]
+
+
+def test_a_dry_run_is_refused_an_existing_snakemake_folder_it_cannot_write(in_tmp, monkeypatch):
+    (in_tmp / ".snakemake").mkdir()
+
+    def denied(folder):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(rundir, "_probe", denied)
+    with pytest.raises(DPRegError, match=r"cannot write in .*\.snakemake \(Permission denied\)"):
+        claim_run_directory(["results"], [SNAKEMAKE, "-n"])
 
 
 HOLDER = r"""

@@ -24,8 +24,9 @@ that (``workflow/rules/common.smk``):
   ``--unlock``.
 
 A command that only looks (a dry run, ``--lint``, listings, summaries,
-graphs, the report) takes no lock and writes nothing. While a run is active
-it gets the same facts as a warning and goes on.
+graphs, the report) takes no lock and creates no folder; it is refused only
+an existing ``.snakemake`` it cannot write (a dry run writes there too).
+While a run is active it gets the same facts as a warning and goes on.
 """
 
 from __future__ import annotations
@@ -207,10 +208,12 @@ def claim_run_directory(
     looks = invocation_looks_only(argv)
     if _HELD:  # the Snakefile read twice in one process (e.g. by the API)
         return True
-    if not looks:
+    if not looks or RUN_LOCK.parent.is_dir():
+        # a dry run writes .snakemake too; a look where nothing ran (a lint in a
+        # read-only clone) creates nothing
         check_writable([RUN_LOCK.parent])
-    elif not RUN_LOCK.exists():
-        return False  # nothing ran here yet: nothing to report, nothing written
+    if looks and not RUN_LOCK.exists():
+        return False  # nothing ran here yet: nothing to report
     handle = open(RUN_LOCK, "a+", encoding="utf-8")  # noqa: SIM115 - held for the run
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
