@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -216,3 +217,18 @@ def test_a_job_error_reaches_the_console_when_its_log_cannot_be_written(tmp_path
     assert proc.stderr == f"ERROR {message}\n"  # one line, no excepthook failure
     if log == "ok":
         assert Path(path).read_text().endswith(f"ERROR {message}\n")
+
+
+def test_a_write_killed_outright_leaves_a_temporary_the_next_write_removes(tmp_path):
+    """kill -9 runs no cleanup: its temporary file stays until the same file is
+    written again (the rerun), which removes it; other files' temporaries are kept."""
+    import tempfile
+
+    path = tmp_path / "stats.parquet"
+    left = []
+    for name in ("stats.parquet", "stats.parquet.sha256", "other.csv"):  # killed writes
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=tmp_path)
+        os.close(fd)
+        left.append(Path(tmp).name)
+    write_bytes_atomic(path, b"complete")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["stats.parquet", *left[1:]])

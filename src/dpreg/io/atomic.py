@@ -5,7 +5,8 @@ folder, so the final move is a rename on one file system) and moved into
 place with :func:`os.replace`: a reader sees the previous complete file or the
 new complete file, never a partial one.  On any failure (an exception, a
 full disk, Ctrl-C) the temporary file is removed and the destination is left
-as it was.
+as it was. A write killed outright (``kill -9``) leaves its temporary file;
+the next write of the same file removes it.
 
 :func:`tempfile.mkstemp` creates its file with mode ``0600`` whatever the
 umask; the file is given ``0666 & ~umask`` before it is moved into place, so
@@ -23,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -70,6 +72,19 @@ def umask_mode() -> int:
     return 0o666 & ~mask
 
 
+def _remove_stale_temporaries(path: Path) -> None:
+    """Remove temporary siblings of ``path`` left by earlier writes that were killed
+    outright (``kill -9`` runs no cleanup). Only one job writes a given file at a
+    time, so after this write has moved into place, any other temporary of the
+    same name is a leftover."""
+    pattern = re.compile(re.escape(f".{path.name}.") + r"[a-z0-9_]{8}\.tmp")
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(path.parent):
+            if pattern.fullmatch(entry.name):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str], *, mkdir: bool = True) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success move it into place.
@@ -102,6 +117,7 @@ def atomic_path(path: str | os.PathLike[str], *, mkdir: bool = True) -> Iterator
         yield tmp
         os.chmod(tmp, umask_mode())
         os.replace(tmp, path)
+        _remove_stale_temporaries(path)
     except OSError as err:
         tmp.unlink(missing_ok=True)
         if err.errno in NO_SPACE_ERRNOS:
