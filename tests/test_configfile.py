@@ -222,3 +222,16 @@ def test_configfile_snakemake_cannot_parse_gets_its_message_and_check_names_the_
     )
     assert check.returncode == 1
     assert f"config file {path}: line 2, column 1:" in check.stderr
+
+
+@pytest.mark.workflow
+def test_a_claims_file_given_with_config_goes_through_the_strict_reader(tmp_path):
+    """`--config claims_file=FILE` (the one file `--config` can name) is read strictly too."""
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text((ROOT / "config" / "config.yaml").read_text())
+    claims = _write(tmp_path, "modern: []\nmodern: []\n", "claims.yaml")
+    proc = _snakemake_n(tmp_path, "--config", f"claims_file={claims}")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert f"config file {claims}: line 2: key 'modern' is given twice" in out, out[-3000:]
+    assert "Traceback" not in out
