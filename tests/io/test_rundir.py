@@ -177,3 +177,19 @@ def test_readme_troubleshooting_quotes_the_messages(in_tmp, other_run, monkeypat
         pattern = pattern.replace(re.escape("…"), ".*")
         assert re.search(pattern, message), (text, message)
     assert "dpreg config check" in section and RUN_LOCK.as_posix() in section
+
+
+def test_a_full_disk_is_refused_before_the_run_starts(in_tmp, monkeypatch):
+    """0 or 24 KiB free: Snakemake would fail writing its own job scripts first."""
+    import shutil
+    from collections import namedtuple
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(1 << 30, (1 << 30) - 24576, 24576))
+    with pytest.raises(DPRegError) as exc:
+        check_writable(["results"])
+    assert f"cannot write in {in_tmp / 'results'}: no space left on device (24 KiB free;" in str(
+        exc.value
+    )
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(1 << 30, 0, rundir.MIN_FREE_BYTES))
+    check_writable(["results"])  # exactly the minimum is enough

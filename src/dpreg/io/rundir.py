@@ -35,6 +35,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import socket
 import tempfile
 import time
@@ -46,11 +47,17 @@ from dpreg._validation import DPRegError
 
 __all__ = [
     "LOOKING_OPTIONS",
+    "MIN_FREE_BYTES",
     "RUN_LOCK",
     "check_writable",
     "claim_run_directory",
     "invocation_looks_only",
 ]
+
+#: Free space a run needs to start: less, and Snakemake itself fails writing its
+#: own records (job scripts, metadata) before any job can say what is wrong.
+#: The tiny CI run writes about 1 MiB of outputs; a real run far more.
+MIN_FREE_BYTES = 1 << 20
 
 #: The lock file, relative to the working directory.
 RUN_LOCK = Path(".snakemake") / "dpreg-run.lock"
@@ -132,9 +139,10 @@ def _probe(folder: Path) -> None:
 def check_writable(folders: Iterable[str | os.PathLike[str]]) -> None:
     """Refuse, with one message, a folder of the run that cannot be written.
 
-    Each folder (created when missing) must take a new file. For
-    ``.snakemake``, each folder already inside it must too: Snakemake writes
-    its locks, metadata and markers there.
+    Each folder (created when missing) must take a new file and have
+    :data:`MIN_FREE_BYTES` free. For ``.snakemake``, each folder already
+    inside it must take a new file too: Snakemake writes its locks, metadata
+    and markers there.
     """
     for folder in map(Path, folders):
         inside = []
@@ -154,6 +162,13 @@ def check_writable(folders: Iterable[str | os.PathLike[str]]) -> None:
                     "(snakemake --directory DIR, with DIR/config/config.yaml), then run "
                     "the command again"
                 ) from None
+        free = shutil.disk_usage(folder).free
+        if free < MIN_FREE_BYTES:
+            raise DPRegError(
+                f"cannot write in {folder.resolve()}: no space left on device "
+                f"({free // 1024} KiB free; a run needs at least {MIN_FREE_BYTES >> 20} MiB "
+                "to start). Free space on that file system, then run the command again"
+            )
 
 
 def _holder(handle: IO[str]) -> dict[str, Any]:
