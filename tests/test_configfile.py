@@ -126,3 +126,112 @@ def test_snakemake_stops_on_a_repeated_key_before_running(tmp_path):
     assert out.returncode != 0
     text = out.stdout + out.stderr
     assert "key 'seed' is given twice" in text and str(cfg) in text
+
+
+# --------------------------------------------------------------------------
+# `dpreg config check`: the strict reader for a file given with --configfile
+# --------------------------------------------------------------------------
+BAD = {  # name -> (body, what the message says besides the file)
+    "syntax": ("seed: [1\n", "line 2, column 1: expected ',' or ']'"),
+    "tab": ("seed: 1\n\tdelta: 1\n", "line 2, column 1: found character '\\t'"),
+    "empty": ("", "is empty; a config file holds a mapping of keys"),
+    "list": ("- 1\n- 2\n", "is a list; a config file holds a mapping of keys"),
+    "binary": (bytes(range(128, 256)), "not UTF-8 text (byte 0)"),
+    "repeated-key": ("seed: 1\nseed: 2\n", "line 2: key 'seed' is given twice"),
+    "alias-bomb": (BOMB, f"expand to more than {MAX_CONFIG_VALUES:,} values"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_config_check_names_file_line_and_column(tmp_path, capsys, case):
+    from dpreg.cli import main
+
+    body, message = BAD[case]
+    path = _write(tmp_path, body)
+    assert main(["config", "check", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"dpreg config check: config file {path}: ")
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_config_check_passes_good_files_and_fails_if_one_is_bad(tmp_path, capsys):
+    from dpreg.cli import main
+
+    good = ROOT / "config" / "config.yaml"
+    bad = _write(tmp_path, BAD["tab"][0])
+    assert main(["config", "check", str(good)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{good}: ok (a mapping of {len(yaml.safe_load(good.read_text()))} ")
+    assert main(["config", "check", str(good), str(bad)]) == 1
+    captured = capsys.readouterr()
+    assert f"{good}: ok" in captured.out and str(bad) in captured.err
+
+
+@pytest.mark.parametrize("argv", [["config"], ["config", "check"], ["config", "lint", "x"]])
+def test_config_usage_errors_exit_2(argv, capsys):
+    from dpreg.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert "usage: dpreg config" in capsys.readouterr().err
+
+
+def _snakemake_n(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-n", *args],
+        capture_output=True,
+        text=True,
+        cwd=workdir,
+        timeout=300,
+    )
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("case", list(BAD))
+def test_a_bad_default_config_stops_the_workflow_with_file_and_line(tmp_path, case):
+    """config/config.yaml (and every file Snakemake can parse) goes through the
+    strict reader before Snakemake's own: one message, the file and the line."""
+    body, message = BAD[case]
+    (tmp_path / "config").mkdir()
+    _write(tmp_path / "config", body)
+    proc = _snakemake_n(tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    # named as the run names it, relative to its working directory
+    assert "config file config/config.yaml: " in out and message in out, out[-3000:]
+    assert "Traceback" not in out and "not valid JSON or YAML" not in out
+
+
+@pytest.mark.workflow
+def test_configfile_snakemake_cannot_parse_gets_its_message_and_check_names_the_line(tmp_path):
+    """The documented limit (README, Troubleshooting): Snakemake parses --configfile
+    before the workflow runs, so a file with a tab gets Snakemake's message without
+    file or line; `dpreg config check` on the same file names both. If Snakemake
+    starts naming the file, this test fails and the README's advice is to be revised."""
+    path = _write(tmp_path, BAD["tab"][0], "overlay.yaml")
+    proc = _snakemake_n(ROOT, "--configfile", str(path), "--directory", str(ROOT))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "Config file is not valid JSON or YAML" in out and str(path) not in out
+    check = subprocess.run(
+        [sys.executable, "-m", "dpreg", "config", "check", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert check.returncode == 1
+    assert f"config file {path}: line 2, column 1:" in check.stderr
+
+
+@pytest.mark.workflow
+def test_a_claims_file_given_with_config_goes_through_the_strict_reader(tmp_path):
+    """`--config claims_file=FILE` (the one file `--config` can name) is read strictly too."""
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text((ROOT / "config" / "config.yaml").read_text())
+    claims = _write(tmp_path, "modern: []\nmodern: []\n", "claims.yaml")
+    proc = _snakemake_n(tmp_path, "--config", f"claims_file={claims}")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert f"config file {claims}: line 2: key 'modern' is given twice" in out, out[-3000:]
+    assert "Traceback" not in out

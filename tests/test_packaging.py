@@ -408,10 +408,9 @@ def test_cli_usage_version_and_unknown_command(capsys):
     assert "audit" in capsys.readouterr().out
     assert cli.main(["--help"]) == 0
     assert cli.main(["adit"]) == 2
-    assert (
-        "unknown command 'adit'; known commands: audit, browser, claims, leaderboard, suite"
-        in capsys.readouterr().err
-    )
+    known = "audit, browser, claims, config, leaderboard, suite"
+    assert known == ", ".join(sorted(cli.COMMANDS))
+    assert f"unknown command 'adit'; known commands: {known}" in capsys.readouterr().err
 
 
 def _public_functions_taking_rng() -> dict[str, ast.FunctionDef]:

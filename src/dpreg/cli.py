@@ -12,7 +12,10 @@
 - ``dpreg leaderboard TABLE`` ranks the methods of Wang's suite
   (:func:`dpreg.report.leaderboard.leaderboard_main`);
 - ``dpreg browser TABLES...`` writes the static results browser
-  (:func:`dpreg.report.browser.browser_main`).
+  (:func:`dpreg.report.browser.browser_main`);
+- ``dpreg config check FILE...`` reads config files as the pipeline does and
+  names the file, line and column of what is wrong
+  (:func:`dpreg.configfile.config_main`).
 
 ``dpreg <command> --help`` lists a command's options; ``dpreg --version``
 prints the package version.
@@ -41,6 +44,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "rank the methods over Wang's suite (Friedman, Nemenyi, sign tests)",
     ),
     "browser": ("dpreg.report.browser:browser_main", "write the static results browser"),
+    "config": (
+        "dpreg.configfile:config_main",
+        "check config files as the pipeline reads them (file, line, column)",
+    ),
 }
 
 

@@ -8,10 +8,23 @@ every later walk over the config, schema validation included, expands it),
 and a binary or empty file.  :func:`load_config_file` refuses each with one
 message naming the file, the line and what is allowed; the pipeline checks
 every config file with it before the schema does (see the Snakefile).
+
+One way of giving a config escapes it: Snakemake reads a ``--configfile``
+itself, before any workflow code runs. Snakemake 9 builds its
+``ConfigSettings`` from the command line first; the Snakefile, its
+``configfile:`` directive, ``onstart``/``onerror`` and the profile come
+later or run no code. So for a file Snakemake cannot parse, the user sees
+only Snakemake's "Config file is not valid JSON or YAML", with no file or
+line (or a ``UnicodeDecodeError`` traceback for a binary file).
+``dpreg config check FILE`` (:func:`config_main`) gives this module's message
+for such a file. A file Snakemake can parse is checked here on every run.
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +32,13 @@ import yaml
 
 from dpreg._validation import DPRegError
 
-__all__ = ["MAX_CONFIG_BYTES", "MAX_CONFIG_VALUES", "check_config_files", "load_config_file"]
+__all__ = [
+    "MAX_CONFIG_BYTES",
+    "MAX_CONFIG_VALUES",
+    "check_config_files",
+    "config_main",
+    "load_config_file",
+]
 
 #: Largest config file read (the default config is about 20 KiB).
 MAX_CONFIG_BYTES = 1 << 20
@@ -110,6 +129,8 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         mark = err.problem_mark or err.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         what = err.problem or err.context or "not valid YAML"
+        if "\\t" in what:  # PyYAML shows the tab as '\t'
+            what += "; YAML indents with spaces, never tabs"
         raise DPRegError(f"config file {path}: {where}{what} (not valid YAML)") from None
     except yaml.YAMLError as err:
         raise DPRegError(f"config file {path}: not valid YAML ({err})") from None
@@ -131,3 +152,35 @@ def check_config_files(paths: list[str] | tuple[str, ...]) -> None:
     """:func:`load_config_file` on every path (the files a Snakemake run reads)."""
     for path in paths:
         load_config_file(path)
+
+
+def config_main(argv: Sequence[str] | None = None) -> int:
+    """The ``dpreg config check FILE...`` command: each file read as the pipeline reads it.
+
+    Prints ``FILE: ok (...)`` for a good file and the reader's one-line message
+    (file, line and column, what is allowed) for a bad one. Returns 0 when
+    every file is good, 1 when one is not, 2 on a usage error. Use it on a file
+    for ``--configfile``: Snakemake reads that file before this workflow can
+    (module docstring). The schema is checked by ``snakemake -n --configfile FILE``.
+    """
+    parser = argparse.ArgumentParser(
+        prog="dpreg config",
+        description="Check config files strictly, as the pipeline reads them: YAML syntax "
+        "(file, line, column), a key given twice, alias bombs, binary, empty or "
+        "non-mapping files.",
+    )
+    sub = parser.add_subparsers(dest="action", required=True, metavar="check")
+    check = sub.add_parser("check", help="read each FILE strictly; exit 1 if one is bad")
+    check.add_argument("files", nargs="+", metavar="FILE", help="a YAML or JSON config file")
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    status = 0
+    for name in args.files:
+        try:
+            data = load_config_file(name)
+        except DPRegError as err:
+            print(f"dpreg config check: {err}", file=sys.stderr)
+            status = 1
+            continue
+        keys = ", ".join(map(str, list(data)[:6])) + (", ..." if len(data) > 6 else "")
+        print(f"{name}: ok (a mapping of {len(data)} top-level keys: {keys})")
+    return status

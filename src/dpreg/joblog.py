@@ -55,15 +55,19 @@ def log_to_file(path: str) -> TextIO:
 
     def hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
         if _is_user_error(exc):
-            line = f"ERROR {exc}"
+            line, text = f"ERROR {exc}", ""
         else:
-            log_file.write("".join(traceback.format_exception(kind, exc, tb)))
             line = f"ERROR {kind.__name__}: {exc} (traceback in {path})"
-        log_file.write(line + "\n")
-        log_file.flush()
+            text = "".join(traceback.format_exception(kind, exc, tb))
+        # the console first: on a full disk the log file itself cannot be written
         if console is not None:
             console.write(line + "\n")
             console.flush()
+        try:
+            log_file.write(text + line + "\n")
+            log_file.flush()
+        except OSError:
+            pass  # the message is on the console; a full disk is what it says
 
     sys.excepthook = hook
     exit_with_parent()

@@ -77,7 +77,10 @@ def test_a_failure_mid_write_keeps_the_previous_file_and_leaves_no_temp(tmp_path
     path = tmp_path / "out.bin"
     path.write_bytes(b"previous complete file")
     # fail inside the write itself (after the temporary file has been opened)
-    with pytest.raises(OSError, match="No space left"), atomic_path(path) as tmp:
+    with (
+        pytest.raises(DPRegError, match=f"cannot write {path}: no space left"),
+        atomic_path(path) as tmp,
+    ):
         tmp.write_bytes(b"half")
         raise OSError(28, "No space left on device")
     assert path.read_bytes() == b"previous complete file"

@@ -93,6 +93,26 @@ _check_datasets(config)
 PLAN = _make_plan(config)
 
 
+def _claim_run_directory(plan):
+    """.snakemake and the output folders writable, and no other run active here
+    (dpreg.io.rundir); checked once, in the main Snakemake process (not in jobs)."""
+    import sys
+    from pathlib import Path
+
+    from dpreg.io.rundir import claim_run_directory
+
+    if not workflow.is_main_process:
+        return
+    folders = sorted({Path(p).parts[0] for p in plan.all_outputs()} | {"logs"})
+    try:
+        claim_run_directory(folders, sys.argv, warn=logger.warning)
+    except DPRegError as err:
+        raise WorkflowError(str(err)) from None
+
+
+_claim_run_directory(PLAN)
+
+
 wildcard_constraints:
     dataset="|".join(map(re.escape, PLAN.datasets)),
     experiment="|".join(map(re.escape, PLAN.experiments)),

@@ -24,6 +24,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from dpreg._validation import DPRegError
+from dpreg.io.atomic import atomic_path
 from dpreg.report.ranking import nemenyi_cliques
 
 __all__ = ["plot_cd", "save_cd_figure"]
@@ -107,6 +108,8 @@ def save_cd_figure(
     """Write the diagram as PNG (``path``) and as PDF beside it."""
     fig = plot_cd(board, epsilons)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150)
-    fig.savefig(path.with_suffix(".pdf"))
+    # each file through a temporary sibling: a full disk leaves no partial figure
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=150)
+    with atomic_path(path.with_suffix(".pdf")) as tmp:
+        fig.savefig(tmp, format="pdf")
