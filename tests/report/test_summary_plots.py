@@ -487,14 +487,14 @@ def test_plot_marks_failures(tmp_path):
     assert [float(e) for c in crosses for e in c.get_xdata()] == pytest.approx([0.1], rel=0.1)
 
 
-def test_points_where_every_trial_failed_sit_at_the_panel_foot(tmp_path):
+def test_points_without_a_finite_error_sit_at_the_panel_foot(tmp_path):
     """No value to plot: the cross is drawn inside the panel's foot, never outside it."""
     frame = synthetic_trials(datasets=("d1",))
     hit = (frame["algorithm"] == "ssp") & (frame["epsilon"] == 0.1)
     frame.loc[hit, ["mse", "r2"]] = math.nan
     frame.loc[hit, "failed"] = True
     fig = draw(summarise(frame, experiment="e"), tmp_path)
-    assert "× at the panel's foot: every trial failed" in legend_labels(fig)
+    assert "× at the panel's foot: no trial with a finite error" in legend_labels(fig)
     ax = fig.axes[0]
     crosses = [x for x in ax.lines if x.get_marker() == "x"]
     assert len(crosses) == 1
