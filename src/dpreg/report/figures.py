@@ -263,7 +263,9 @@ def _legend(
     if flags.failed:
         legend["some trials failed"] = _proxy(marker="x", mec="0.2")
     if flags.all_failed:
-        legend["× at the panel's foot: no trial with a finite error"] = _proxy(marker="x", mec="0.6")
+        legend["× at the panel's foot: no trial with a finite error"] = _proxy(
+            marker="x", mec="0.6"
+        )
     # the note is the legend's title, so the layout engine makes room for it
     fig.legend(
         list(legend.values()),
