@@ -387,8 +387,8 @@ def test_dpgd_tends_to_clipped_gradient_descent_as_epsilon_grows():
 
 
 def test_failed_safety_tests_are_counted_in_the_sweep_and_summary():
-    """A failed trial reaches the trial table as failed (NaN error) and the summary
-    counts it; the statistics use the passing trials only."""
+    """A failed trial reaches the trial table as failed with theta = 0's error and
+    the summary counts it and scores it with that error."""
     import warnings
 
     from dpreg.engine.sweep import sweep_arrays

@@ -212,7 +212,7 @@ def _draw_panel(ax, part, lines, stat, cap, flags: _PanelFlags, handles: dict) -
     _set_limits(ax, part, stat, top, panel)
     ax.grid(True, which="major", alpha=0.3, lw=0.6)
     if part[stat].isna().all():
-        ax.text(0.5, 0.5, "no successful trials", transform=ax.transAxes, ha="center")
+        ax.text(0.5, 0.5, "no finite errors", transform=ax.transAxes, ha="center")
     return panel.offscale
 
 
