@@ -387,8 +387,8 @@ def test_dpgd_tends_to_clipped_gradient_descent_as_epsilon_grows():
 
 
 def test_failed_safety_tests_are_counted_in_the_sweep_and_summary():
-    """A failed trial reaches the trial table as failed (NaN error) and the summary
-    counts it; the statistics use the passing trials only."""
+    """A failed trial reaches the trial table as failed with theta = 0's error and
+    the summary counts it and scores it with that error."""
     import warnings
 
     from dpreg.engine.sweep import sweep_arrays
@@ -411,11 +411,14 @@ def test_failed_safety_tests_are_counted_in_the_sweep_and_summary():
         )
     failed = trials.groupby("epsilon")["failed"].sum()
     assert failed[0.1] == 10 and failed[20.0] == 0  # m = 250, t = 62: 262 > t at eps 0.1
-    # a failed trial (bottom) is scored as theta = 0: a finite MSE, its R^2 left out
-    assert np.isfinite(trials.loc[trials["failed"], "mse"]).all()
-    assert trials.loc[trials["failed"], "r2"].isna().all()
+    # a failed trial (bottom) is scored as theta = 0: a finite MSE and R^2, both kept
+    bottom = trials.loc[trials["failed"]]
+    assert np.isfinite(bottom[["mse", "r2"]].to_numpy()).all()
     summary = summarise(trials, experiment="toy", resamples=200).set_index("epsilon")
     assert summary.loc[0.1, "failed"] == 10 and summary.loc[0.1, "trials"] == 10
+    # every trial failed at eps 0.1, and the table scores them: the trivial errors' median
+    assert summary.loc[0.1, "excluded"] == 0
+    assert summary.loc[0.1, "mse_median"] == np.median(bottom.loc[bottom["epsilon"] == 0.1, "mse"])
     assert summary.loc[20.0, "failed"] == 0 and np.isfinite(summary.loc[20.0, "mse_median"])
 
 

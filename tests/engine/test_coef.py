@@ -150,15 +150,15 @@ def test_private_stats_runs_measure_against_their_own_transform():
     assert low["coef_err"].median() > t["coef_err"].median()
 
 
-def test_mapped_theta_checks_its_length_and_coef_errors_skips_failures():
+def test_mapped_theta_checks_its_length_and_coef_errors_score_failures_as_zero():
     X, y = _data()
     _, fds = _folds(X, y, AFFINE["maxnorm"])
     with pytest.raises(DPRegError, match=r"theta_star has shape \(3,\); the data have 4 features"):
         mapped_theta(fds[0].transform, THETA[:3])
     theta = np.array([[0.0, 0.0], [3.0, 4.0], [np.nan, np.nan]])
-    out = coef_errors(theta, np.zeros(2), np.array([False, False, True]))
-    np.testing.assert_array_equal(out[:2], [0.0, 5.0])
-    assert np.isnan(out[2])
+    out = coef_errors(theta, np.array([3.0, 0.0]), np.array([False, False, True]))
+    # a failed fit is scored as theta = 0: its error is ||0 - target|| = 3
+    np.testing.assert_array_equal(out, [3.0, 4.0, 3.0])
     assert np.isnan(coef_errors(theta, None, np.zeros(3, bool))).all()
 
 

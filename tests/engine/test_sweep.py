@@ -256,14 +256,37 @@ def test_failed_trials_are_counted_not_raised(monkeypatch):
     ada = select(frame, algorithm="adassp")
     np.testing.assert_array_equal(ada["failed"], ada["repeat"] % 2 == 0)
     # a failed fit is scored as the trivial predictor theta = 0: the same MSE as the
-    # trivial entry on the same fold (the claims score failures, the summaries skip them)
-    trivial = select(frame, algorithm="trivial").groupby("fold")["mse"].first()
+    # trivial entry on the same fold, and its R^2 (tables and claims score them)
+    trivial = select(frame, algorithm="trivial").groupby("fold")[["mse", "r2"]].first()
     failed = ada.loc[ada["failed"]]
-    np.testing.assert_allclose(failed["mse"], trivial.loc[failed["fold"]].to_numpy(), rtol=1e-12)
-    assert failed["r2"].isna().all()
+    for col in ("mse", "r2"):
+        np.testing.assert_allclose(
+            failed[col], trivial.loc[failed["fold"], col].to_numpy(), rtol=1e-12
+        )
     assert np.isfinite(ada.loc[~ada["failed"], "mse"]).all()
     assert len(ada) == 3 * 4  # failed trials are kept, not dropped
     assert not select(frame, algorithm="trivial")["failed"].any()
+
+
+def test_a_non_finite_fit_not_flagged_is_a_failure_scored_as_zero(monkeypatch):
+    """Every recorded error is finite: a fit returning NaN coefficients without
+    flagging them is a failed trial, scored as theta = 0 (the trivial entry's MSE)."""
+    real = algmod.solve_batched
+
+    def nan_unflagged(A, b):
+        theta, failed = real(A, b)
+        theta = theta.copy()
+        theta[1::2] = np.nan
+        return theta, failed
+
+    monkeypatch.setattr(algmod, "solve_batched", nan_unflagged)
+    frame = run(algorithms=["trivial", "adassp"], epsilons=[0.5], repeats=4)
+    ada = select(frame, algorithm="adassp")
+    np.testing.assert_array_equal(ada["failed"], ada["repeat"] % 2 == 1)
+    assert np.isfinite(ada[["mse", "r2"]].to_numpy()).all()
+    trivial = select(frame, algorithm="trivial").groupby("fold")["mse"].first()
+    failed = ada.loc[ada["failed"]]
+    np.testing.assert_allclose(failed["mse"], trivial.loc[failed["fold"]].to_numpy(), rtol=1e-12)
 
 
 @pytest.mark.parametrize(

@@ -22,15 +22,17 @@ from dpreg import DPRegError
 from dpreg.inference.bootstrap import DesignBootstrap, cell_codes
 from dpreg.inference.evaluation import evaluate_claims
 from dpreg.inference.intervals import PairedDesigns, paired_ratios
-from dpreg.io.tables import GROUP_KEYS
+from dpreg.io.tables import GROUP_KEYS, INTERVAL_COLUMNS
 from dpreg.io.trials import read_trials, select_trials, write_trials
 from dpreg.report.summary import summarise
 
 
 def cell_trials(seed=0, *, names=("v", "w"), datasets=("d1", "d2"), K=4, R=7, P=1):
     """Trials of every (dataset, variant, algorithm, epsilon) on a P x K x R design
-    (fold ids p K + k, as the sweep numbers them), with failed trials, ties, one
-    all-failed cell and an algorithm with fewer repeats."""
+    (fold ids p K + k, as the sweep numbers them), with ties, failed trials at their
+    fold's trivial-predictor error (as the sweep records them), a few non-finite
+    errors (left out), one cell with every error non-finite, one whose every trial
+    failed, and an algorithm with fewer repeats."""
     rng = np.random.default_rng(seed)
     rows = []
     for ds in datasets:
@@ -40,9 +42,16 @@ def cell_trials(seed=0, *, names=("v", "w"), datasets=("d1", "d2"), K=4, R=7, P=
                     mse = rng.lognormal(sigma=1.5, size=(P * K, reps))
                     if alg == "a":
                         mse = np.round(mse, 1)  # ties
+                    # the trivial predictor's error: one per fold
+                    trivial = 3.0 * rng.lognormal(sigma=0.5, size=(P * K, 1))
                     failed = rng.random((P * K, reps)) < 0.1
+                    bad = rng.random((P * K, reps)) < 0.03  # non-finite: left out
                     if (ds, v, alg, eps) == (datasets[0], names[0], "b", 1.0):
-                        failed[:] = True
+                        bad[:] = True
+                    if (ds, v, alg, eps) == (datasets[0], names[-1], "b", 1.0):
+                        failed[:], bad[:] = True, False
+                    mse = np.where(bad, np.nan, np.where(failed, trivial, mse))
+                    failed |= bad
                     f, r = np.indices((P * K, reps)).reshape(2, -1)
                     rows.append(
                         pd.DataFrame(
@@ -55,7 +64,7 @@ def cell_trials(seed=0, *, names=("v", "w"), datasets=("d1", "d2"), K=4, R=7, P=
                                 "partition": f // K,
                                 "fold": f,
                                 "repeat": r,
-                                "mse": np.where(failed, np.nan, mse).ravel(),
+                                "mse": mse.ravel(),
                                 "r2": 1 - mse.ravel() / 10,
                                 "lam": math.nan,
                                 "failed": failed.ravel(),
@@ -232,14 +241,17 @@ def test_paired_designs_equal_paired_ratios(P):
 def test_summary_statistics_equal_the_multi_key_group_by(P):
     trials = cell_trials(seed=7, P=P)
     table = summarise(trials, experiment="e", seed=3, resamples=200)
-    frame = trials.assign(failed=trials["failed"] | ~np.isfinite(trials["mse"]))
+    # failed trials count with their recorded error; non-finite errors are left out
+    finite = np.isfinite(trials["mse"].to_numpy())
+    frame = trials.assign(excluded=~finite)
     grouped = frame.groupby(GROUP_KEYS, sort=True)
-    ok = frame[~frame["failed"]].groupby(GROUP_KEYS, sort=True)
+    ok = frame[finite].groupby(GROUP_KEYS, sort=True)
     want = pd.DataFrame(
         {
             "delta": grouped["delta"].first(),
             "trials": grouped.size(),
             "failed": grouped["failed"].sum(),
+            "excluded": grouped["excluded"].sum(),
             "mse_mean": ok["mse"].mean(),
             "mse_sd": ok["mse"].std(ddof=1),
             "mse_median": ok["mse"].median(),
@@ -252,12 +264,33 @@ def test_summary_statistics_equal_the_multi_key_group_by(P):
     assert len(table) == len(want) == 36
     for col in want.columns:
         np.testing.assert_array_equal(table[col].to_numpy(), want[col].to_numpy(), err_msg=col)
-    # the one cell whose trials all failed (d1, v, b, epsilon 1) has no statistics
+    # the one cell whose errors are all non-finite (d1, v, b, epsilon 1) has no statistics
     empty = table[table["mse_mean"].isna()]
     assert empty[["dataset", "variant", "algorithm", "epsilon"]].values.tolist() == [
         ["d1", "v", "b", 1.0]
     ]
-    assert empty["failed"].tolist() == empty["trials"].tolist() == [28 * P]
+    assert empty["excluded"].tolist() == empty["trials"].tolist() == [28 * P]
+    assert empty[INTERVAL_COLUMNS].isna().all(axis=None)
+    # the cell whose trials all failed (d1, w, b, epsilon 1) is scored at the trivial
+    # errors: its statistics are numpy's over them, and its intervals are finite
+    every = table[
+        (table["dataset"] == "d1")
+        & (table["variant"] == "w")
+        & (table["algorithm"] == "b")
+        & (table["epsilon"] == 1.0)
+    ].iloc[0]
+    cell = trials[
+        (trials["dataset"] == "d1")
+        & (trials["variant"] == "w")
+        & (trials["algorithm"] == "b")
+        & (trials["epsilon"] == 1.0)
+    ]
+    assert cell["failed"].all() and every["failed"] == every["trials"] == 28 * P
+    assert every["excluded"] == 0
+    assert every["mse_median"] == np.median(cell["mse"].to_numpy())
+    assert np.isfinite(every[INTERVAL_COLUMNS].to_numpy(dtype=float)).all()
+    # a row with some failures: its intervals come from every finite trial
+    assert (table["failed"] > 0).sum() > (table["failed"] == table["trials"]).sum()
 
 
 # --------------------------------------------------------------------------
@@ -388,16 +421,22 @@ def test_medians_of_fold_constant_cells_equal_the_general_search(P, K, R):
     """Cells equal within each fold (ridge, trivial) take the fold-total shortcut;
     it must give the general search's numbers, also when folds share a value
     (with K even, a running total can equal the upper middle's rank), and with
-    several partitions (fold ids p K + k)."""
+    several partitions (fold ids p K + k), and with failed trials at their fold's
+    trivial-predictor error (a cell where every trial failed is fold-constant too)."""
     rng = np.random.default_rng(12)
     F = P * K
     f, r = np.indices((F, R)).reshape(2, -1)
+    trivial = np.repeat(rng.lognormal(size=F), R)
+    some = rng.random(F * R) < 0.3
     cells = {
         "distinct": np.repeat(rng.lognormal(size=F), R),
         "shared": np.repeat(np.resize([2.0, 1.0, 2.0, 3.0, 1.0, 2.0], F), R),  # equal values
         "one": np.full(F * R, 4.0),
         "noisy": np.repeat(rng.lognormal(size=F), R) * rng.lognormal(sigma=0.1, size=F * R),
+        "all-failed": trivial,
+        "some-failed": np.where(some, trivial, rng.lognormal(size=F * R)),
     }
+    failed = {"all-failed": np.ones(F * R, bool), "some-failed": some}
     trials = pd.concat(
         pd.DataFrame(
             {
@@ -409,7 +448,7 @@ def test_medians_of_fold_constant_cells_equal_the_general_search(P, K, R):
                 "fold": f,
                 "repeat": r,
                 "mse": mse,
-                "failed": False,
+                "failed": failed.get(name, False),
             }
         )
         for name, mse in cells.items()
@@ -420,9 +459,11 @@ def test_medians_of_fold_constant_cells_equal_the_general_search(P, K, R):
         boot.values, np.isfinite(boot.values), *bs._median_layouts(*boot._design)
     )
     np.testing.assert_array_equal(reps, general)
-    for g in range(len(cells)):
+    assert boot.failed.any()
+    for g, name in enumerate(boot.cells["algorithm"]):
+        np.testing.assert_array_equal(boot.values[g], cells[name])  # failed ones kept
         for b in range(0, 400, 37):
-            sample = np.repeat(boot.values[g], boot.counts[b].astype(int))
+            sample = np.repeat(cells[name], boot.counts[b].astype(int))
             assert reps[b, g] == pytest.approx(np.median(sample), rel=1e-12)
     assert boot._fold_counts is not None  # the shortcut was taken
 
@@ -443,10 +484,23 @@ def test_medians_and_means_of_a_partitioned_design_equal_explicit_resamples(with
     _, mean = boot.statistic("mean")
     counts = bs.resample_counts(K, R, B, seed=5, dataset="d1", partitions=P)
     np.testing.assert_array_equal(boot.counts, counts)
-    for g in range(len(boot.cells)):
-        ok = np.isfinite(boot.values[g])
+    # each cell's trial errors laid out independently of the design: failed trials at
+    # their recorded error, non-finite ones left out
+    slot = (trials["fold"].to_numpy() % K + K * trials["partition"].to_numpy()) * R + trials[
+        "repeat"
+    ].to_numpy()
+    assert trials["failed"].any() and np.isfinite(trials.loc[trials["failed"], "mse"]).any()
+    for g, cell in enumerate(boot.cells.itertuples(index=False)):
+        hit = (
+            (trials["variant"] == cell.variant)
+            & (trials["algorithm"] == cell.algorithm)
+            & (trials["epsilon"] == cell.epsilon)
+        ).to_numpy()
+        values = np.full(P * K * R, np.nan)
+        values[slot[hit]] = trials["mse"].to_numpy()[hit]
+        ok = np.isfinite(values)
         for b in range(0, B, 7):
-            sample = np.repeat(boot.values[g][ok], counts[b][ok].astype(int))
+            sample = np.repeat(values[ok], counts[b][ok].astype(int))
             if not len(sample):
                 assert np.isnan(med[b, g]) and np.isnan(mean[b, g])
                 continue

@@ -103,38 +103,78 @@ def test_statistics_hand_checked():
     assert list(summarise(frame, experiment="e").columns) == TABLE_COLUMNS
 
 
-def test_failed_trials_counted_and_excluded():
+def test_failed_trials_are_scored_with_their_recorded_error():
+    """A failed trial keeps the error the sweep recorded for it (the trivial
+    predictor's); only a non-finite error is left out, counted in ``excluded``."""
     frame = pd.DataFrame(
         [
-            trial(repeat=0, mse=1.0),
-            trial(repeat=1, mse=3.0),
-            trial(repeat=2, mse=math.nan, r2=math.nan, failed=True),
-            # not flagged, but a non-finite error is a failure too
+            trial(repeat=0, mse=1.0, r2=0.5),
+            trial(repeat=1, mse=3.0, r2=0.1),
+            # failed: scored as theta = 0, the sweep's trivial-predictor error
+            trial(repeat=2, mse=5.0, r2=-0.2, failed=True),
+            # a non-finite error: the one kind of trial left out
             trial(repeat=3, mse=math.inf, r2=-math.inf),
         ]
     )
     row = summarise(frame, experiment="e").iloc[0]
     assert row["trials"] == 4
-    assert row["failed"] == 2
-    assert row["mse_mean"] == pytest.approx(2.0)
-    assert row["mse_median"] == pytest.approx(2.0)
-    assert row["r2_mean"] == pytest.approx(0.0)
+    assert row["failed"] == 1
+    assert row["excluded"] == 1
+    assert row["mse_mean"] == pytest.approx(3.0)
+    assert row["mse_median"] == pytest.approx(3.0)
+    assert row["r2_mean"] == pytest.approx(0.4 / 3)
 
 
-def test_all_failed_row_is_kept_with_nan_statistics():
+def test_failed_trials_enter_the_median_and_its_interval():
+    """mse_median of a row with failures is numpy's median over ALL its trials,
+    failed ones at their (trivial-predictor) error; the intervals cover it and
+    move with the failed trials' error."""
+    rng = np.random.default_rng(11)
+    K, R = 5, 8
+    mse = rng.lognormal(mean=-3.0, sigma=0.4, size=(K, R))
+    trivial = np.full((K, 1), 1.0)  # the trivial predictor's error, far above the rest
+    failed = rng.random((K, R)) < 0.3
+    assert 0 < failed.sum() < K * R
+    recorded = np.where(failed, trivial, mse)
+    f, r = np.indices((K, R)).reshape(2, -1)
+    frame = pd.DataFrame(
+        [
+            trial(fold=int(ff), repeat=int(rr), mse=float(m), failed=bool(x))
+            for ff, rr, m, x in zip(f, r, recorded.ravel(), failed.ravel(), strict=True)
+        ]
+    )
+    row = summarise(frame, experiment="e", resamples=300).iloc[0]
+    assert row["failed"] == failed.sum() and row["excluded"] == 0
+    assert row["mse_median"] == np.median(recorded)
+    assert row["mse_mean"] == pytest.approx(recorded.mean(), rel=1e-12)
+    # leaving the failed trials out would give a different (lower) median
+    assert np.median(mse[~failed]) < np.median(recorded)
+    assert row["mse_median_lo"] <= row["mse_median"] <= row["mse_median_hi"]
+    assert row["mse_mean_lo"] <= row["mse_mean"] <= row["mse_mean_hi"]
+    # every replicate mean includes failed trials at error 1.0: the interval lies
+    # above the mean of the trials that passed
+    assert row["mse_mean_lo"] > mse[~failed].mean()
+
+
+def test_all_excluded_row_is_kept_with_nan_statistics():
     frame = pd.DataFrame(
         [trial(repeat=i, mse=math.nan, r2=math.nan, failed=True) for i in range(3)]
         + [trial(epsilon=2.0, mse=1.0)]
+        + [trial(epsilon=3.0, repeat=i, mse=2.0 + i, failed=True) for i in range(3)]
     )
     table = summarise(frame, experiment="e")
-    assert len(table) == 2
+    assert len(table) == 3
     bad = table[table["epsilon"] == 1.0].iloc[0]
-    assert bad["trials"] == 3 and bad["failed"] == 3
+    assert bad["trials"] == bad["failed"] == bad["excluded"] == 3
     assert np.isnan(
         bad[["mse_mean", "mse_sd", "mse_median", "mse_q25", "mse_q75"]].astype(float)
     ).all()
     single = table[table["epsilon"] == 2.0].iloc[0]
     assert single["mse_mean"] == 1.0 and np.isnan(single["mse_sd"])
+    # every trial failed, but each has its recorded error: statistics over all three
+    scored = table[table["epsilon"] == 3.0].iloc[0]
+    assert scored["failed"] == 3 and scored["excluded"] == 0
+    assert scored["mse_median"] == 3.0 and scored["mse_mean"] == 3.0
 
 
 def test_one_row_per_group_sorted_and_independent_of_input_order():
@@ -447,14 +487,14 @@ def test_plot_marks_failures(tmp_path):
     assert [float(e) for c in crosses for e in c.get_xdata()] == pytest.approx([0.1], rel=0.1)
 
 
-def test_points_where_every_trial_failed_sit_at_the_panel_foot(tmp_path):
+def test_points_without_a_finite_error_sit_at_the_panel_foot(tmp_path):
     """No value to plot: the cross is drawn inside the panel's foot, never outside it."""
     frame = synthetic_trials(datasets=("d1",))
     hit = (frame["algorithm"] == "ssp") & (frame["epsilon"] == 0.1)
     frame.loc[hit, ["mse", "r2"]] = math.nan
     frame.loc[hit, "failed"] = True
     fig = draw(summarise(frame, experiment="e"), tmp_path)
-    assert "× at the panel's foot: every trial failed" in legend_labels(fig)
+    assert "× at the panel's foot: no trial with a finite error" in legend_labels(fig)
     ax = fig.axes[0]
     crosses = [x for x in ax.lines if x.get_marker() == "x"]
     assert len(crosses) == 1

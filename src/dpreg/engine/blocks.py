@@ -90,7 +90,8 @@ def _fit_block(
         if alg.epsilon_free_step
         else None,
     )
-    mse, r2 = _score(fd.test, res.theta, res.failed)
+    failed = _failed(res.theta, res.failed)
+    mse, r2 = _score(fd.test, res.theta, failed)
     target = None if theta_star is None else mapped_theta(fd.transform, theta_star)
     return _block(
         variant=vname,
@@ -100,27 +101,32 @@ def _fit_block(
         R=R,
         mse=mse,
         r2=r2,
-        coef_err=coef_errors(res.theta, target, res.failed),
+        coef_err=coef_errors(res.theta, target, failed),
         lam=res.lam,
-        failed=res.failed,
+        failed=failed,
         outside=[alg.outside_validity(epsilon=e, **run) for e in eps_grid],
         calibration=alg.calibration,
         ledger=[ledger[e] for e in eps_grid],
     )
 
 
+def _failed(theta: np.ndarray, failed: np.ndarray) -> np.ndarray:
+    """The fit's failure flags, with any non-finite coefficient vector a failure too.
+
+    So every recorded error is finite: a failed fit is scored as theta = 0.
+    """
+    return np.asarray(failed, dtype=bool) | ~np.isfinite(theta).all(axis=1)
+
+
 def _score(test: Any, theta: np.ndarray, failed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """MSE and R^2 of a batch of coefficients on one test fold.
 
     A failed fit is scored as what it outputs, the trivial predictor theta = 0
-    (TukeyEM's bottom; a non-finite solve): its MSE is kept, flagged ``failed``
-    (the summaries leave it out, the claims score it); its R^2 is NaN.
+    (TukeyEM's bottom; a non-finite solve): its MSE and R^2 are theta = 0's,
+    flagged ``failed``; the tables, figures and claims score it with them.
     """
     sse = test.sse(np.where(failed[:, None], 0.0, theta))
-    return (
-        sse / test.m,
-        np.where(failed, np.nan, test.r2_from_sse(sse)),
-    )
+    return sse / test.m, test.r2_from_sse(sse)
 
 
 def _block(
@@ -152,9 +158,10 @@ def _block(
         "epsilon": np.repeat(epsilons, R),
         "fold": fold,
         "repeat": np.tile(np.arange(R), len(epsilons)),
-        "mse": mse,  # a failed trial's is theta = 0's (see _score)
-        "r2": np.where(failed, np.nan, r2),
-        "coef_err": np.where(failed, np.nan, coef_err),
+        # a failed trial's errors are theta = 0's (see _score and coef_errors)
+        "mse": mse,
+        "r2": r2,
+        "coef_err": coef_err,
         "lam": lam,
         "failed": failed,
         "outside_validity": np.repeat(outside, R).astype(bool),

@@ -70,7 +70,10 @@ def mapped_theta(
 
 
 def coef_errors(theta: np.ndarray, target: np.ndarray | None, failed: np.ndarray) -> np.ndarray:
-    """``||theta_r - target_r||`` per row of ``theta`` (R, d); NaN without a target or on failure.
+    """``||theta_r - target_r||`` per row of ``theta`` (R, d); NaN without a target.
+
+    A failed row is scored as what the algorithm outputs, the trivial
+    predictor theta = 0: its error is ``||0 - target_r|| = ||target_r||``.
 
     ``target`` is one mapped ``theta*`` (d,) shared by the rows, one per row
     (R, d), or ``None`` (no known answer, or a map that is not affine).
@@ -79,7 +82,6 @@ def coef_errors(theta: np.ndarray, target: np.ndarray | None, failed: np.ndarray
     out = np.full(theta.shape[0], np.nan)
     if target is None:
         return out
-    err = np.linalg.norm(theta - np.asarray(target, dtype=float), axis=1)
-    ok = ~np.asarray(failed, dtype=bool)
-    out[ok] = err[ok]
-    return out
+    failed = np.asarray(failed, dtype=bool)
+    theta = np.where(failed[:, None], 0.0, theta)
+    return np.linalg.norm(theta - np.asarray(target, dtype=float), axis=1)

@@ -20,7 +20,7 @@ from dpreg._validation import (
 from dpreg.algorithms import (
     Algorithm,
 )
-from dpreg.engine.blocks import _block, _release_args
+from dpreg.engine.blocks import _block, _failed, _release_args
 from dpreg.engine.coef import coef_errors, mapped_theta
 from dpreg.preprocess import (
     FoldData,
@@ -159,8 +159,8 @@ def _score_runs(
 ) -> tuple[np.ndarray, np.ndarray]:
     """MSE and R^2 of run r's coefficients on run r's test statistics.
 
-    A failed run is scored as theta = 0 (its MSE kept, R^2 NaN), as in
-    :func:`dpreg.engine.blocks._score`.
+    A failed run is scored as theta = 0 (its MSE and R^2 are theta = 0's), as
+    in :func:`dpreg.engine.blocks._score`.
 
     The quadratic form of :meth:`~dpreg.preprocess.stats.ScoreStats.sse`, one run per row.
     """
@@ -169,7 +169,7 @@ def _score_runs(
     sse = np.maximum(tests.rr - 2.0 * np.einsum("rd,rd->r", th, tests.ur) + quad, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         r2 = np.where(tests.sst > 0, 1.0 - sse / tests.sst, np.nan)
-    return sse / tests.m, np.where(failed, np.nan, r2)
+    return sse / tests.m, r2
 
 
 def _runs_block(
@@ -207,7 +207,8 @@ def _runs_block(
         xtx_offset=xtx_offset,
         params=params,
     )
-    theta, failed, lam = res.theta, res.failed, res.lam
+    theta, lam = res.theta, res.lam
+    failed = _failed(theta, res.failed)
     rel = alg.releases(epsilon=e_alg, **run)
     mse, r2 = _score_runs(tests, theta, failed)
     # each run has its own noisy transform, so its own mapped theta* (a known answer)

@@ -176,8 +176,9 @@ def curve_bands(
     comparisons : sequence of ((variant, algorithm), (variant, algorithm))
         Each curve a / b; a pair missing on a dataset is skipped there.
     statistic, seed, level, resamples
-        As for :func:`dpreg.inference.intervals.paired_ratios` (failed trials
-        left out, as in the summary tables).
+        As for :func:`dpreg.inference.intervals.paired_ratios` (a failed trial
+        counts with its recorded error, the trivial predictor's, as in the
+        summary tables and the claims).
     median_cache : dict, optional
         The replicate medians the summary computed from the same trials
         (:func:`dpreg.report.summary.summarise`'s ``median_cache``): reused,

@@ -65,9 +65,11 @@ as one partition's covers it in 0.53.
 Every replicate applies the same (partition, fold, repeat) indices to every cell of a
 dataset, so two cells are resampled jointly, paired by (partition, fold, repeat), and a
 ratio of their statistics is bootstrapped with its correlation intact.
-Failed trials are left out of both statistics of a replicate, as they are in
-the tables; the claims instead score them with the error the sweep records
-for them (the trivial predictor's; ``score_failed``).
+A failed trial is never left out: it keeps the error the sweep records for
+it (what the algorithm outputs when it fails, the trivial predictor
+theta = 0; :func:`dpreg.engine.blocks._score`), in the tables, the figures'
+bands and the claims alike.  Only a trial whose recorded error is not
+finite (the sweep records none) is left out of every statistic.
 
 Determinism: the replicate indices of a dataset come from the two streams
 ``seed_sequence(seed, "bootstrap", dataset, "folds", K)`` and
@@ -166,7 +168,9 @@ class DesignBootstrap:
     cells : pandas.DataFrame
         One row per (dataset, variant, algorithm, epsilon), in sorted order.
     values : numpy.ndarray
-        ``(G, P K R)`` test MSE of each cell; NaN for a failed or missing trial.
+        ``(G, P K R)`` test MSE of each cell (a failed trial's is the one
+        the sweep records, the trivial predictor's); NaN for a missing trial
+        or a non-finite error.
     counts : numpy.ndarray
         ``(B, P K R)`` replicate counts from :func:`resample_counts`.
     failed : numpy.ndarray
@@ -174,9 +178,9 @@ class DesignBootstrap:
     partitions, folds, repeats : int
         P, K (per partition) and R of the design.
 
-    With ``score_failed=True`` a failed trial keeps the error the sweep
-    recorded for it (the trivial predictor's, theta = 0) instead of being
-    left out: the claims score a failure as what the algorithm outputs.
+    A failed trial keeps the error the sweep recorded for it (the trivial
+    predictor's, theta = 0): a failure is scored as what the algorithm
+    outputs.  Only a non-finite error is left out.
     """
 
     def __init__(
@@ -186,7 +190,6 @@ class DesignBootstrap:
         seed: int,
         resamples: int,
         median_cache: dict[tuple, tuple[float, np.ndarray]] | None = None,
-        score_failed: bool = False,
     ):
         # without a partition column the trials are one partition
         missing = [
@@ -200,9 +203,9 @@ class DesignBootstrap:
         self.dataset = str(names[0])
         mse = trials["mse"].to_numpy(dtype=float)
         failed = trials["failed"].to_numpy(dtype=bool)
-        # score_failed: a failed trial counts with its recorded error (the sweep scores
-        # a failed fit as theta = 0, the trivial predictor) instead of being left out
-        bad = ~np.isfinite(mse) if score_failed else failed | ~np.isfinite(mse)
+        # a failed trial counts with its recorded error (the sweep scores a failed fit
+        # as theta = 0, the trivial predictor); only a non-finite error is left out
+        bad = ~np.isfinite(mse)
         P, K, fold_idx = _fold_units(trials, self.dataset)
         rep_ids, rep_idx = _unique_inverse(trials["repeat"].to_numpy())
         R = len(rep_ids)

@@ -79,7 +79,6 @@ def claim_points(
         seed=seed,
         resamples=resamples,
         median_cache=median_cache,
-        score_failed=True,
     )
     for c in claims:
         if c.datasets is not None and dataset not in c.datasets:

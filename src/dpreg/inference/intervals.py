@@ -66,8 +66,10 @@ def bootstrap_intervals(
     -------
     pandas.DataFrame
         Columns ``dataset, variant, algorithm, epsilon`` and
-        :data:`dpreg.io.tables.INTERVAL_COLUMNS`, sorted by the keys.  An
-        interval is NaN when every trial of the cell failed.
+        :data:`dpreg.io.tables.INTERVAL_COLUMNS`, sorted by the keys.  A
+        failed trial counts with its recorded error (the trivial
+        predictor's); an interval is NaN only when no trial of the cell has a
+        finite error.
     """
     level = check_level(level)
     resamples = check_resamples(resamples)
@@ -190,11 +192,9 @@ class PairedDesigns:
         seed: int,
         resamples: int,
         median_cache: dict[tuple, tuple[float, np.ndarray]] | None = None,
-        score_failed: bool = False,
     ):
         self.trials = trials
         self.seed, self.resamples = seed, resamples
-        self.score_failed = score_failed
         self.median_cache = {} if median_cache is None else median_cache
         self.designs: dict[int, DesignBootstrap] = {}
         var, var_names = _sorted_codes(trials["variant"])
@@ -229,7 +229,6 @@ class PairedDesigns:
                 seed=self.seed,
                 resamples=self.resamples,
                 median_cache=self.median_cache,
-                score_failed=self.score_failed,
             )
         return self.designs[shared]
 

@@ -11,7 +11,8 @@ from the counts without building any resample.
 
 The two-level search (:func:`_replicate_medians`)
 --------------------------------------------------
-With the cell's usable trials sorted once (stably, failed trials left out)
+With the cell's usable trials sorted once (stably; a missing trial or a
+non-finite error left out, a failed trial counted with its recorded error)
 and n_b the number of usable trials in replicate b, the lower and upper
 middle are the first sorted positions whose running count exceeds
 ``(n_b - 1) // 2`` and ``n_b // 2``; the median is the mean of their values
@@ -65,7 +66,8 @@ def _replicate_medians(
     values : numpy.ndarray
         ``(G, N)`` trial values of the cells.
     ok : numpy.ndarray
-        ``(G, N)`` boolean, False for failed or missing trials (left out).
+        ``(G, N)`` boolean, False for missing trials or non-finite
+        errors (left out); a failed trial with its recorded error is usable.
     dense, flat, row_start : numpy.ndarray
         The replicate counts (:func:`dpreg.inference.bootstrap.resample_counts`) in the layouts of
         :func:`dpreg.inference.bootstrap._median_layouts`.

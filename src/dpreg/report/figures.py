@@ -25,7 +25,9 @@ log-log axes, test MSE over all folds and noise repeats against epsilon.
   (:data:`dpreg.report.lines.VARIANT_FILLS`).  Open
   circles mark points where some release was outside its calibration's
   proven validity (the trial table's ``outside_validity``), crosses points
-  where some trials failed.
+  where some trials failed (each scored as the trivial predictor theta = 0 in
+  the plotted statistic; a point without a finite error is crossed at the
+  panel's foot).
 
 Figures are drawn on a :class:`matplotlib.figure.Figure` with the Agg canvas
 (no pyplot state), laid out once and saved without timestamps, so the same
@@ -159,7 +161,7 @@ def _mark(ax, eps, y, flag, colour, marker: str) -> bool:
         style = dict(ls="none", marker="x", ms=5, mec=colour, mew=1.0, zorder=3, clip_on=False)
         if (flag & have).any():
             ax.plot(eps[flag & have], y[flag & have], **style)
-        if (flag & ~have).any():  # every trial failed: no value, marked at the panel's foot
+        if (flag & ~have).any():  # no finite error to plot: marked at the panel's foot
             foot = blended_transform_factory(ax.transData, ax.transAxes)
             ax.plot(eps[flag & ~have], np.full((flag & ~have).sum(), 0.03), transform=foot, **style)
     else:
@@ -210,7 +212,7 @@ def _draw_panel(ax, part, lines, stat, cap, flags: _PanelFlags, handles: dict) -
     _set_limits(ax, part, stat, top, panel)
     ax.grid(True, which="major", alpha=0.3, lw=0.6)
     if part[stat].isna().all():
-        ax.text(0.5, 0.5, "no successful trials", transform=ax.transAxes, ha="center")
+        ax.text(0.5, 0.5, "no finite errors", transform=ax.transAxes, ha="center")
     return panel.offscale
 
 
@@ -261,7 +263,9 @@ def _legend(
     if flags.failed:
         legend["some trials failed"] = _proxy(marker="x", mec="0.2")
     if flags.all_failed:
-        legend["× at the panel's foot: every trial failed"] = _proxy(marker="x", mec="0.6")
+        legend["× at the panel's foot: no trial with a finite error"] = _proxy(
+            marker="x", mec="0.6"
+        )
     # the note is the legend's title, so the layout engine makes room for it
     fig.legend(
         list(legend.values()),

@@ -8,7 +8,8 @@ chooses how its table is drawn:
 - ``{kind: ratio, reference: ALGORITHM}``: one panel set (row) per variant,
   one panel per dataset; y = the statistic of each method divided by the
   reference algorithm's at the same (dataset, variant, epsilon), on a log
-  axis with a line at 1.  Where a method has failed trials, its pass rate
+  axis with a line at 1 (a failed trial enters the statistic as the trivial
+  predictor theta = 0, as in the tables).  Where a method has failed trials, its pass rate
   (1 - failed/trials) is drawn on a second axis (right, 0-1) in the
   method's colour and marker, hollow, with a dotted line.
 - ``{kind: ratio, reference_variant: VARIANT}``: each (algorithm, variant)

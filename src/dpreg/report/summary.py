@@ -5,11 +5,18 @@ sweep (:func:`dpreg.engine.sources.sweep_dataset`).  :func:`summarise` reduces t
 trials of an experiment to one row per (dataset, variant, algorithm, epsilon)
 with the statistics the thesis and Wang (2018) report: the mean test MSE
 (what their figures plot), its standard deviation, median and quartiles, the
-mean R², and the number of failed trials.
+mean R², the number of failed trials and of excluded ones.
 
-Failed trials (a singular or failed solve, or a non-finite error) are
-counted in ``failed`` and excluded from every statistic; they are never
-dropped silently.  When every trial of a row failed its statistics are NaN.
+No failed trial is dropped.  A failed trial (TukeyEM's ⊥, a singular or
+non-finite solve) is scored as what the algorithm outputs when it fails,
+the trivial predictor theta = 0: the sweep records that predictor's MSE,
+R² and coefficient error ``||0 - theta*||`` for it
+(:func:`dpreg.engine.blocks._score`), and every statistic and interval
+counts it with them.  ``failed`` counts these trials beside ``trials`` (the
+failure rate is ``failed / trials``).  Only a trial whose recorded MSE is
+not finite (the sweep records none) is left out of every statistic,
+counted in ``excluded``; when every trial of a row is excluded its
+statistics are NaN.
 
 Every row also carries bootstrap confidence intervals for the mean and the
 median (:func:`dpreg.inference.intervals.bootstrap_intervals`: partitions, folds within
@@ -131,9 +138,11 @@ def summarise(
     pandas.DataFrame
         Columns :data:`TABLE_COLUMNS`, sorted by dataset, variant, algorithm
         and epsilon.  ``trials`` counts every trial of the row, ``failed``
-        those flagged failed or with a non-finite MSE; the statistics
-        ``mse_*``, ``r2_mean`` and ``coef_err_*`` use the remaining trials
-        only; ``coef_err_median``/``coef_err_mean`` summarise the trial column
+        those flagged failed (scored with the error the sweep recorded for
+        them, the trivial predictor's), ``excluded`` those whose MSE is not
+        finite; the statistics ``mse_*``, ``r2_mean`` and ``coef_err_*``
+        (and the intervals) use every trial but the excluded ones;
+        ``coef_err_median``/``coef_err_mean`` summarise the trial column
         ``coef_err`` (a known answer's ``||theta - theta*||``, NaN without one).  ``mse_sd``
         is the sample standard deviation (ddof = 1, NaN for one trial);
         quantiles interpolate linearly (numpy's default, Hyndman & Fan
@@ -170,7 +179,8 @@ def summarise(
         frame[col] = frame[col].astype(str)
     for col in ("epsilon", "delta", "mse", "r2"):
         frame[col] = pd.to_numeric(frame[col], errors="raise").astype(float)
-    frame["failed"] = _as_bool(frame["failed"], "failed") | ~np.isfinite(frame["mse"])
+    frame["failed"] = _as_bool(frame["failed"], "failed")
+    frame["excluded"] = ~np.isfinite(frame["mse"].to_numpy())
     frame["outside_validity"] = _as_bool(frame["outside_validity"], "outside_validity")
 
     # one integer per cell, in the sorted key order: every group-by below groups on it
@@ -188,9 +198,12 @@ def summarise(
             "delta": grouped["delta"].first(),
             "trials": grouped.size().astype(np.int64),
             "failed": grouped["failed"].sum().astype(np.int64),
+            "excluded": grouped["excluded"].sum().astype(np.int64),
         }
     )
-    good = ~frame["failed"].to_numpy()
+    # a failed trial counts with its recorded (trivial predictor's) error; only a
+    # non-finite error is left out
+    good = ~frame["excluded"].to_numpy()
     ok = frame.loc[good]
     by_cell = ok.groupby(cell[good], sort=True)
     mse = by_cell["mse"]
