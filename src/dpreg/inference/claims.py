@@ -257,11 +257,22 @@ def parse_claims(experiment: str, exp: Mapping[str, Any]) -> list[Claim]:
     return out
 
 
-def bootstrap_settings(config: Mapping[str, Any]) -> tuple[int, float, int]:
-    """(seed, level, resamples) of a configuration, defaults filled in."""
+def bootstrap_settings(
+    config: Mapping[str, Any], *, claims: bool = False
+) -> tuple[int, float, int]:
+    """(seed, level, resamples) of a configuration, defaults filled in.
+
+    With ``claims=True`` the resamples are ``bootstrap.claims_resamples``
+    (default ``bootstrap.resamples``): Holm's step-down decides the claim of
+    rank 1 among n at alpha / n, so the claims need enough replicates to
+    resolve p-values that small, while the tables' intervals do not.
+    """
     boot = config.get("bootstrap") or {}
+    resamples = check_resamples(boot.get("resamples", DEFAULT_RESAMPLES))
+    if claims:
+        resamples = check_resamples(boot.get("claims_resamples", resamples))
     return (
         int(config.get("seed", 20200601)),
         check_level(boot.get("level", DEFAULT_LEVEL)),
-        check_resamples(boot.get("resamples", DEFAULT_RESAMPLES)),
+        resamples,
     )

@@ -306,7 +306,7 @@ def evaluate_claims(
     """
     if registration is None:
         registration = config.get("claims_registration")
-    seed, level, resamples = bootstrap_settings(config)
+    seed, level, resamples = bootstrap_settings(config, claims=True)
     parsed = {exp_id: parse_claims(exp_id, exp) for exp_id, exp in config["experiments"].items()}
     parsed = {exp_id: claims for exp_id, claims in parsed.items() if claims}
     files = _SharedTrialFiles(trial_files, parsed)
