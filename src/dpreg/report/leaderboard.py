@@ -236,8 +236,8 @@ def leaderboard(
         # a row whose every trial failed (NaN statistic) ranks last; a missing row drops the dataset
         wide = wide.where(~_all_failed(cell, wide, statistic), np.inf).dropna()
         if np.isinf(wide.to_numpy()).any():
-            top = wide.replace(np.inf, np.nan).max(axis=1)  # worse than every finite error
-            wide = wide.apply(lambda col: col.where(np.isfinite(col), top.abs() * 2 + 1.0))
+            worst = wide.replace(np.inf, np.nan).max(axis=1).abs() * 2 + 1.0  # above every error
+            wide = wide.where(np.isfinite(wide), pd.DataFrame({m: worst for m in wide.columns}))
         failed = _failed_share(cell, wide.index, methods)
         delta = float(cell["delta"].iloc[0]) if "delta" in cell else 1e-6
         if len(wide) < 2 or len(methods) < 2:
