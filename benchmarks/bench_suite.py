@@ -16,10 +16,18 @@ Output, one JSON line each:
   end, the jobs' CPU seconds (their ``benchmark:`` files: barely affected
   by other load), and ``uptime`` after the run.
 
+With ``--methods DATASET ...`` it runs no pipeline: it times each algorithm
+of the suite's experiments alone on those prepared tables (``--prepared``,
+e.g. a kept run's ``results/prepared``), in process, at the experiment's
+repeats and the suite's folds and epsilons, and prints one ``method`` line
+each with its CPU seconds (``time.process_time``: what the method costs, not
+what the machine's other load makes it wait).
+
 Run from the repository root::
 
     python benchmarks/bench_suite.py                       # 2 cores
     python benchmarks/bench_suite.py --keep /tmp/suite     # keep the run (its leaderboard)
+    python benchmarks/bench_suite.py --methods protein pol --prepared /tmp/suite/results/prepared
 """
 
 from __future__ import annotations
@@ -42,13 +50,64 @@ def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
 
+def time_methods(datasets: list[str], prepared: Path) -> None:
+    """CPU seconds of every algorithm of the suite's run experiments, alone, per dataset."""
+    import time
+    import warnings
+
+    import yaml
+
+    from dpreg.engine.sources import sweep_dataset
+
+    cfg = yaml.safe_load((bp.ROOT / CONFIG).read_text())
+    done: set[str] = set()
+    for exp in cfg["run"]:
+        spec = cfg["experiments"][exp]
+        reps = spec.get("repeats", {})
+        for alg in spec["algorithms"]:
+            if alg in done:
+                continue
+            done.add(alg)
+            R = reps.get(alg, cfg["cv"]["repeats"]) if isinstance(reps, dict) else int(reps)
+            for ds in datasets:
+                t0 = time.process_time()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # the calibration warnings of the sweep
+                    sweep_dataset(
+                        prepared / f"{ds}.parquet",
+                        dataset=ds,
+                        variants=cfg["variants"],
+                        epsilons=cfg["epsilons"],
+                        delta=cfg["delta"],
+                        folds=cfg["cv"]["folds"],
+                        seed=cfg["seed"],
+                        algorithms=[alg],
+                        repeats=R,
+                    )
+                cpu = time.process_time() - t0
+                bp.emit(
+                    bench="method",
+                    experiment=exp,
+                    algorithm=alg,
+                    dataset=ds,
+                    repeats=R,
+                    cpu_seconds=round(cpu, 2),
+                )
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--top", type=int, default=15, help="longest jobs to print")
     ap.add_argument("--keep", type=Path, default=None, help="run in (and keep) this directory")
+    ap.add_argument("--methods", nargs="+", help="time each method alone on these datasets")
+    ap.add_argument("--prepared", type=Path, default=Path("results/prepared"))
     ap.add_argument("extra", nargs="*", help="more snakemake arguments (after --)")
     args = ap.parse_args(argv)
+    if args.methods:
+        bp.emit(bench="machine", cores=os.cpu_count(), uptime_before=uptime())
+        time_methods(args.methods, args.prepared)
+        return
     args.test = False
     args.extra = ["--configfile", CONFIG, *args.extra]
     bp.emit(bench="machine", cores=os.cpu_count(), uptime_before=uptime())
