@@ -125,15 +125,12 @@ SHARE_N = 0.05
 def kendall_kappa(U: np.ndarray, v: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
     """(K2) ``(n/2) |tau_b(U_j, v)|`` for every column ``j`` of ``U`` (scipy, variant b).
 
-    A constant column (tau undefined) scores 0.  Bit for bit what
-    ``scipy.stats.kendalltau(U[:, j], v, variant="b")`` gives (checked against
-    it in the tests): scipy's steps (sort on ``v``, dense ranks, stable sort on
-    the column, discordant pairs, tie counts, ``tau_b`` in the same
-    floating-point order), with the sort on ``v`` done once for all columns.
-    A column without ties has one sorting permutation, so its stable sort in
+    A constant column (tau undefined) scores 0.  Bit for bit
+    ``scipy.stats.kendalltau(U[:, j], v, variant="b")`` (tested): scipy's steps
+    in its floating-point order, the sort on ``v`` done once for all columns.
+    A column without ties has one sorting permutation: its stable sort in
     ``v``'s order is its plain sort ``order[:, j]`` (``np.argsort(U, axis=0)``,
-    computed here unless given: the callers reuse it for every ``v``) mapped
-    into that order; columns with ties are sorted as scipy sorts them.
+    which callers reuse for every ``v``) mapped into that order.
     """
     U = np.asarray(U, dtype=float)
     v = np.asarray(v, dtype=float)
