@@ -368,3 +368,14 @@ def test_leaderboard_combines_tables_taking_a_shared_row_from_the_first(tmp_path
     assert set(board["algorithm"]) == {"adassp-tight", "ssp", "gaussmix"}
     gm = board[(board["algorithm"] == "gaussmix") & (board["epsilon"] == 0.1)].iloc[0]
     assert (gm["wins"], gm["losses"]) == (3, 1)  # against the first table's adassp-tight
+
+
+def test_cd_figure_marks_methods_not_private_as_claimed():
+    table = suite_table(
+        {"adassp-tight": [1.0] * 4, "ssp-wang": [2.0] * 4, "ssp": [3.0, 3, 3, 0.5]}
+    ).assign(delta=1e-6)
+    fig = plot_cd(leaderboard(table), epsilons=[0.1])
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert any(t.startswith("SSP (Wang's code) †") for t in texts)
+    assert not any("†" in t for t in texts if t.startswith(("SSP (fixed)", "AdaSSP (tight)")))
+    assert "not private as claimed" in fig.axes[0].get_title()
