@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats as sps
 
@@ -476,6 +478,66 @@ def test_kendall_kappa_equals_the_brute_force_pair_count():
     )
 
 
+def _kendall_cases():
+    """Columns with and without ties, constant columns, ties in v, tiny n."""
+    rng = np.random.default_rng(31)
+    for t in range(40):
+        n = int(rng.integers(1, 400)) if t < 30 else [1, 2, 3, 5000, 5000, 2, 3, 4, 7, 9][t - 30]
+        p = int(rng.integers(1, 5))
+        U, v = rng.normal(size=(n, p)), rng.normal(size=n)
+        if t % 3 == 0:
+            U, v = np.round(U, 1), np.round(v, 1)  # ties in both
+        if t % 4 == 1:
+            U[:, 0] = np.round(U[:, 0] * 3)  # ties in one column only
+        if t % 5 == 0:
+            U[:, -1] = 2.5  # constant: tau undefined
+        if t % 7 == 0:
+            v[:] = -1.0
+        yield U, v
+
+
+def test_kendall_kappa_is_scipy_kendalltau_bit_for_bit():
+    """The fast (K2) (one sort on v, plain column sorts where there are no ties) gives
+    the same bits as scipy.stats.kendalltau column by column (the original path)."""
+    checked = 0
+    for U, v in _kendall_cases():
+        with warnings.catch_warnings():  # scipy warns on constant or too-short inputs
+            warnings.simplefilter("ignore")
+            want = kdl._kendall_kappa_scipy(U, v)
+        for got in (kdl.kendall_kappa(U, v), kdl.kendall_kappa(U, v, np.argsort(U, axis=0))):
+            assert got.tobytes() == want.tobytes(), (U.shape, got, want)
+        checked += 1
+    assert checked == 40
+
+
+# dpk-tukey's depth step is outside its nominal budget: the sweep warns (and flags it)
+@pytest.mark.filterwarnings("ignore::dpreg.privacy.mechanisms.ClassicalCalibrationWarning")
+@pytest.mark.parametrize("name", ["dpk-bas", "dpk-tukey"])
+def test_dpk_trial_frames_unchanged_by_the_fast_kendall(monkeypatch, name):
+    """Before/after: a sweep's trial frame (every column, every bit) with the fast
+    Kendall vectors equals the one with scipy's kendalltau per column."""
+    from dpreg.engine.sweep import sweep_arrays
+
+    X, y = rows(400, 6, seed=32)
+    X[:, 5] = np.round(X[:, 5], 1)  # a column with ties (the perturbation breaks them)
+    kw = dict(
+        seed=20200601,
+        folds=3,
+        variants={"wang": {"stats": "global", "scale": "rownorm", "center_y": True}},
+        algorithms=[name],
+        repeats=2,
+        epsilons=[0.5, 2.0, 10.0],
+        delta=DELTA,
+    )
+    fast = sweep_arrays(X, y, **kw)
+    monkeypatch.setattr(
+        kdl, "kendall_kappa", lambda U, v, order=None: kdl._kendall_kappa_scipy(U, v)
+    )
+    before = sweep_arrays(X, y, **kw)
+    assert len(fast) == 3 * 2 * 3
+    pd.testing.assert_frame_equal(fast, before, check_exact=True)
+
+
 def _scores(X, y, chosen):
     """(K3) the round-(len(chosen)+1) scores, written out."""
     lab = kdl.kendall_kappa(X, y)
@@ -519,7 +581,7 @@ def test_kendall_round_one_is_the_exponential_mechanism(monkeypatch):
     (the scores are computed once: kendall_kappa is memoised for the draws)."""
     X, y = rows(300, 3, seed=13)
     lab = kdl.kendall_kappa(X, y)
-    monkeypatch.setattr(kdl, "kendall_kappa", lambda U, v: lab.copy())
+    monkeypatch.setattr(kdl, "kendall_kappa", lambda U, v, order=None: lab.copy())
     b = 40.0
     rng = np.random.default_rng(14)
     N = 20000
@@ -676,9 +738,9 @@ def test_dpk_tukey_shares_its_kendall_vectors_across_an_epsilon_grid(monkeypatch
     calls = []
     real = kdl.kendall_kappa
 
-    def counting(U, v):
+    def counting(U, v, order=None):
         calls.append(1)
-        return real(U, v)
+        return real(U, v, order)
 
     monkeypatch.setattr(kdl, "kendall_kappa", counting)
     eps = [1.0, 3.0, 10.0, 30.0]

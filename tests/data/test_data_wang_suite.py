@@ -15,6 +15,7 @@ import pytest
 import yaml
 from snakemake.utils import update_config, validate
 
+from dpreg.algorithms import ALGORITHMS
 from dpreg.data import apply_recipe, fetch_raw, validate_entry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,7 +107,7 @@ def test_suite_config_keeps_wangs_protocol_and_runs_only_the_suite(suite_config)
     update_config(merged, copy.deepcopy(suite_config))  # what --configfile does
     for cfg in (suite_config, merged):
         validate(cfg, str(SCHEMA))
-        assert cfg["run"] == ["wang-suite"]
+        assert cfg["run"] == ["wang-suite", "wang-frontier"]
         assert cfg["epsilons"] == WANG_EPSILONS and cfg["delta"] == 1e-6
         assert cfg["cv"]["folds"] == 10 and cfg["xtx_offset"] == 1.0
         wang = {"stats": "global", "scale": "rownorm", "center_y": True, "standardize": True}
@@ -118,6 +119,18 @@ def test_suite_config_keeps_wangs_protocol_and_runs_only_the_suite(suite_config)
         }, name
     algorithms = suite_config["experiments"]["wang-suite"]["algorithms"]
     assert {"ssp-wang", "adassp-wang", "ridge", "trivial"} <= set(algorithms)
+    # every modern (config.yaml `modern`) and frontier private method on the same datasets
+    # with the leaderboard's reference
+    frontier = suite_config["experiments"]["wang-frontier"]
+    assert frontier["datasets"] == suite_config["experiments"]["wang-suite"]["datasets"]
+    assert frontier["variants"] == ["wang"]
+    modern = merged["experiments"]["modern"]["algorithms"]
+    # TukeyEM with m = n/d: its default m = n/(2d) is refused on breastcancer and autos
+    private = {a for a in modern if ALGORITHMS[a].private} - {"tukey-em"} | {"tukey-em-n1d"}
+    new = {"gaussmix", "gaussmix-code", "bas", "bas-google", "bas-amazon-code"}
+    ranked = set(frontier["algorithms"]) | set(algorithms)  # the leaderboard ranks both tables
+    assert private | new | {"dpk-tukey", "dpk-bas"} <= ranked
+    assert "adassp-tight" in frontier["algorithms"]
 
 
 def test_wine_predicts_alcohol_with_quality_as_a_feature(prepared):

@@ -16,10 +16,12 @@ from dpreg.algorithms import ALGORITHMS
 from dpreg.report.cdplot import plot_cd
 from dpreg.report.leaderboard import (
     LEADERBOARD_COLUMNS,
+    combine_tables,
     default_reference,
     labels,
     leaderboard,
     leaderboard_main,
+    to_markdown,
 )
 from dpreg.report.ranking import (
     average_ranks,
@@ -297,3 +299,85 @@ def test_cd_figure_panels_follow_the_epsilons():
     assert len(plot_cd(board, [1.0]).axes) == 1
     with pytest.raises(DPRegError, match=r"figure epsilons \[0.5\] are not in the leaderboard"):
         plot_cd(board, [0.5])
+
+
+# --------------------------------------------------------------------------
+# the whole suite: privacy flags, failed trials, several tables (issue 23)
+# --------------------------------------------------------------------------
+def test_leaderboard_flags_methods_not_private_as_claimed_per_epsilon():
+    """adassp-wang's classical Gaussian is valid below epsilon = 1 only; ssp-wang is never
+    (its noise is not calibrated); TukeyEM's depth step is charged over its share and its
+    guarantee is replace-one; the tight AdaSSP spends exactly what it claims."""
+    table = suite_table(
+        {
+            "adassp-tight": [1.0] * 4,
+            "adassp-wang": [0.5, 0.6, 0.7, 0.8],
+            "ssp-wang": [2.0, 2.0, 2.0, 2.0],
+            "tukey-em": [3.0, 0.9, 3.0, 3.0],
+        }
+    ).assign(delta=1e-6)
+    board = leaderboard(table).set_index(["epsilon", "algorithm"])
+    flag = board["privacy"]
+    assert flag[(0.1, "adassp-tight")] == flag[(1.0, "adassp-tight")] == "as claimed"
+    assert flag[(0.1, "adassp-wang")] == "as claimed"
+    assert flag[(1.0, "adassp-wang")] == "not as claimed"
+    assert flag[(0.1, "ssp-wang")] == flag[(1.0, "ssp-wang")] == "not as claimed"
+    assert flag[(0.1, "tukey-em")] == "not as claimed"
+    assert board.loc[(0.1, "tukey-em"), "neighbouring"] == "replace-one"
+    assert board.loc[(0.1, "adassp-tight"), "neighbouring"] == "add/remove"
+    md = to_markdown(leaderboard(table))
+    assert "| not as claimed |" in md and "replace-one" in md
+
+
+def test_leaderboard_ranks_a_method_whose_trials_all_failed_last_and_keeps_the_dataset():
+    """TukeyEM failing every trial on d0 (NaN statistic, failed = trials) ranks last
+    there; the dataset stays (4 datasets, not 3); a missing row still drops its dataset."""
+    table = suite_table(
+        {"adassp-tight": [1.0] * 4, "ssp": [2.0] * 4, "tukey-em": [0.5] * 4}
+    ).assign(trials=10, failed=0, delta=1e-6)
+    sel = (table["dataset"] == "d0") & (table["algorithm"] == "tukey-em")
+    table.loc[sel, ["mse_median", "mse_mean"]] = np.nan
+    table.loc[sel, "failed"] = 10
+    board = leaderboard(table)
+    assert (board["datasets"] == 4).all()
+    tk = board[board["algorithm"] == "tukey-em"].iloc[0]
+    # ranks 1 on d1..d3 and 3 on d0
+    assert tk["avg_rank"] == pytest.approx((1 + 1 + 1 + 3) / 4)
+    assert tk["failed"] == pytest.approx(10 / 40)
+    assert (tk["wins"], tk["losses"]) == (3, 1)
+    dropped = leaderboard(table[~((table["dataset"] == "d1") & (table["algorithm"] == "ssp"))])
+    assert (dropped["datasets"] == 3).all()
+
+
+def test_leaderboard_combines_tables_taking_a_shared_row_from_the_first(tmp_path):
+    suite = suite_table({"adassp-tight": [1.0] * 4, "ssp": [2.0, 2.0, 0.5, 2.0]})
+    frontier = suite_table({"adassp-tight": [9.0] * 4, "gaussmix": [0.9, 0.9, 0.9, 3.0]})
+    both = combine_tables([suite, frontier])
+    assert len(both) == len(suite) + len(frontier) - 8  # adassp-tight's 4 x 2 rows once
+    assert set(both[both["algorithm"] == "adassp-tight"]["mse_median"] * 0.1) <= {0.1, 1.0}
+    paths = []
+    for name, t in (("a", suite), ("b", frontier)):
+        paths.append(tmp_path / f"{name}.csv")
+        t.to_csv(paths[-1], index=False)
+    out = tmp_path / "board.csv"
+    assert (
+        leaderboard_main(
+            [*map(str, paths), "--out-csv", str(out), "--out-md", str(tmp_path / "b.md")]
+        )
+        == 0
+    )
+    board = pd.read_csv(out)
+    assert set(board["algorithm"]) == {"adassp-tight", "ssp", "gaussmix"}
+    gm = board[(board["algorithm"] == "gaussmix") & (board["epsilon"] == 0.1)].iloc[0]
+    assert (gm["wins"], gm["losses"]) == (3, 1)  # against the first table's adassp-tight
+
+
+def test_cd_figure_marks_methods_not_private_as_claimed():
+    table = suite_table(
+        {"adassp-tight": [1.0] * 4, "ssp-wang": [2.0] * 4, "ssp": [3.0, 3, 3, 0.5]}
+    ).assign(delta=1e-6)
+    fig = plot_cd(leaderboard(table), epsilons=[0.1])
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert any(t.startswith("SSP (Wang's code) †") for t in texts)
+    assert not any("†" in t for t in texts if t.startswith(("SSP (fixed)", "AdaSSP (tight)")))
+    assert "not private as claimed" in fig.axes[0].get_title()

@@ -35,6 +35,8 @@ rule write_provenance:
 # of a suite run also shows the leaderboard.
 SUITE = "wang-suite"
 HAS_SUITE = SUITE in PLAN.experiments
+#: experiments ranked with the suite when the run has them (same datasets and protocol)
+SUITE_EXTRAS = [e for e in ("wang-frontier",) if e in PLAN.experiments]
 BROWSER_DIR = f"results/browser{PLAN.run_suffix}"
 
 
@@ -58,9 +60,9 @@ BROWSER_LINKS = [
 
 
 rule write_leaderboard:
-    """Wang's suite table -> average ranks, Friedman/Nemenyi and sign tests, CD diagram."""
+    """Wang's suite tables -> average ranks, Friedman/Nemenyi and sign tests, CD diagram."""
     input:
-        table=f"results/tables/{SUITE}.csv",
+        tables=[f"results/tables/{e}.csv" for e in [SUITE, *SUITE_EXTRAS]],
     output:
         csv=report(
             "results/leaderboard.csv",

@@ -1,4 +1,4 @@
-"""Snakemake adapter: Wang's suite table -> leaderboard.csv, leaderboard.md, CD diagram."""
+"""Snakemake adapter: Wang's suite tables -> leaderboard.csv, leaderboard.md, CD diagram."""
 
 smk = snakemake  # noqa: F821 (injected by Snakemake's script directive)
 
@@ -12,6 +12,6 @@ from dpreg.report.leaderboard import leaderboard_main  # noqa: E402
 
 load_plugins(smk.config.get("plugins") or [])  # the run's plug-ins, before any name is used
 
-argv = [smk.input.table, "--out-csv", smk.output.csv, "--out-md", smk.output.md]
+argv = [*smk.input.tables, "--out-csv", smk.output.csv, "--out-md", smk.output.md]
 if leaderboard_main([*argv, "--figure", smk.output.png]) != 0:
     raise DPRegError("the leaderboard was not written (the error is above)")

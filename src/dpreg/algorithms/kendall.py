@@ -122,11 +122,61 @@ SHARE_FS = 0.05
 SHARE_N = 0.05
 
 
-def kendall_kappa(U: np.ndarray, v: np.ndarray) -> np.ndarray:
+def kendall_kappa(U: np.ndarray, v: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
     """(K2) ``(n/2) |tau_b(U_j, v)|`` for every column ``j`` of ``U`` (scipy, variant b).
 
-    A constant column (tau undefined) scores 0.
+    A constant column (tau undefined) scores 0.  Bit for bit
+    ``scipy.stats.kendalltau(U[:, j], v, variant="b")`` (tested): scipy's steps
+    in its floating-point order, the sort on ``v`` done once for all columns.
+    A column without ties has one sorting permutation: its stable sort in
+    ``v``'s order is its plain sort ``order[:, j]`` (``np.argsort(U, axis=0)``,
+    which callers reuse for every ``v``) mapped into that order.
     """
+    U = np.asarray(U, dtype=float)
+    v = np.asarray(v, dtype=float)
+    n, p = U.shape
+    try:  # scipy's compiled counter of discordant pairs, the one kendalltau calls
+        from scipy.stats._stats import _kendall_dis  # here: costly to import
+    except ImportError:  # pragma: no cover - the pinned scipy (requirements/lock.txt) has it
+        return _kendall_kappa_scipy(U, v)
+    out = np.empty(p)
+    tot = (n * (n - 1)) // 2
+    perm = np.argsort(v)  # scipy's (default-kind) sort on v: the same permutation
+    vs = v[perm]
+    yr = np.r_[True, vs[1:] != vs[:-1]].cumsum(dtype=np.intp)
+    ytie = _tie_pairs(yr)
+    where = np.empty(n, dtype=np.intp)
+    where[perm] = np.arange(n)  # row i's place in v's order
+    if order is None:
+        order = np.argsort(U, axis=0)
+    ranks = np.arange(1, n + 1, dtype=np.intp)
+    for j in range(p):
+        ax = order[:, j]
+        xv = U[ax, j]
+        if n > 1 and not np.any(xv[1:] == xv[:-1]):
+            xr, ys = ranks, yr[where[ax]]  # no ties: the unique sort, dense ranks 1..n
+        else:
+            xs = U[perm, j]
+            o = np.argsort(xs, kind="mergesort")  # stable, as scipy
+            xs, ys = xs[o], yr[o]
+            xr = np.r_[True, xs[1:] != xs[:-1]].cumsum(dtype=np.intp)
+        xtie = _tie_pairs(xr)
+        if n == 0 or xtie == tot or ytie == tot:
+            out[j] = 0.0  # tau undefined (scipy: NaN)
+            continue
+        dis = int(_kendall_dis(xr, ys))  # ranks >= 1, xr sorted
+        obs = np.r_[True, (xr[1:] != xr[:-1]) | (ys[1:] != ys[:-1]), True]
+        cnt = np.diff(np.nonzero(obs)[0]).astype("int64", copy=False)
+        ntie = int((cnt * (cnt - 1) // 2).sum())  # joint ties
+        con_minus_dis = tot - xtie - ytie + ntie - 2 * dis
+        tau = con_minus_dis / np.sqrt(tot - xtie) / np.sqrt(tot - ytie)
+        tau = np.minimum(1.0, max(-1.0, tau))
+        out[j] = 0.0 if not np.isfinite(tau) else abs(tau)
+    return 0.5 * n * out
+
+
+def _kendall_kappa_scipy(U: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """:func:`kendall_kappa` column by column through ``scipy.stats.kendalltau``."""
     from scipy.stats import kendalltau  # here: costly to import, needed only here
 
     n, p = U.shape
@@ -135,6 +185,13 @@ def kendall_kappa(U: np.ndarray, v: np.ndarray) -> np.ndarray:
         tau = kendalltau(U[:, j], v, variant="b").statistic
         out[j] = 0.0 if not np.isfinite(tau) else abs(tau)
     return 0.5 * n * out
+
+
+def _tie_pairs(ranks: np.ndarray) -> int:
+    """Pairs tied in a vector of dense ranks (scipy's ``count_rank_tie``, first term)."""
+    cnt = np.bincount(ranks).astype("int64", copy=False)
+    cnt = cnt[cnt > 1]
+    return int((cnt * (cnt - 1) // 2).sum())
 
 
 def selection_sensitivities(neighbouring: str) -> tuple[float, float]:
@@ -169,7 +226,7 @@ def kendall_select(
         Standard Gumbel variables, one row per round.
     memo : dict, optional
         Kendall vectors already computed on these rows (``"y"``: against the
-        labels, ``j``: against column ``j``); filled as they are computed, so
+        labels, ``j``: against column ``j``; ``"order"``: the columns' sort); filled as they are computed, so
         the fits of an epsilon grid sharing the rows compute each once.
     release, sensitivities : optional
         The release the Gumbel noise serves and the round sensitivities
@@ -183,7 +240,10 @@ def kendall_select(
 
     def kappa(key: object) -> np.ndarray:
         if key not in memo:
-            memo[key] = kendall_kappa(X, y if key == "y" else X[:, key])  # type: ignore[index]
+            if "order" not in memo:  # the columns' sort, shared by every Kendall vector
+                memo["order"] = np.argsort(X, axis=0)
+            v = y if key == "y" else X[:, key]  # type: ignore[index]
+            memo[key] = kendall_kappa(X, v, memo["order"])
         return memo[key]
 
     d = X.shape[1]

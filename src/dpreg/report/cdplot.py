@@ -5,7 +5,9 @@ running from 1 (best, left) to k; each method hangs from its rank by an
 elbow line to its label (the better half on the left, the rest on the
 right); thick bars join the groups of methods whose average ranks differ by
 less than the Nemenyi critical difference (not significantly different),
-and a bar of length CD is drawn above the axis.
+and a bar of length CD is drawn above the axis.  A method whose releases
+are not private as claimed at that epsilon (leaderboard column ``privacy``)
+is marked with a dagger: it is ranked, but not at equal exact privacy.
 
 References
 ----------
@@ -32,7 +34,11 @@ __all__ = ["plot_cd", "save_cd_figure"]
 
 def _panel(ax: Axes, cell: pd.DataFrame, title: str) -> None:
     cell = cell.sort_values("avg_rank", kind="stable")
-    names = [f"{lab} ({r:.2f})" for lab, r in zip(cell["label"], cell["avg_rank"], strict=True)]
+    flags = cell["privacy"] if "privacy" in cell else pd.Series("", index=cell.index)
+    names = [
+        f"{lab}{' †' if flag == 'not as claimed' else ''} ({r:.2f})"
+        for lab, r, flag in zip(cell["label"], cell["avg_rank"], flags, strict=True)
+    ]
     ranks = cell["avg_rank"].to_numpy(dtype=float)
     k = int(cell["methods"].iloc[0])
     cd = float(cell["cd"].iloc[0])
@@ -45,9 +51,11 @@ def _panel(ax: Axes, cell: pd.DataFrame, title: str) -> None:
     ax.axis("off")
     # the rank axis
     ax.plot([1, k], [0, 0], color="black", lw=1)
+    step = 1 if k <= 20 else 5  # readable numbers on a long axis
     for t in range(1, k + 1):
         ax.plot([t, t], [0, -0.18], color="black", lw=1)
-        ax.text(t, -0.3, str(t), ha="center", va="bottom", fontsize=7)
+        if t == 1 or t % step == 0 or t == k:
+            ax.text(t, -0.3, str(t), ha="center", va="bottom", fontsize=7)
     # the CD bar
     ax.plot([1, 1 + cd], [-1.1, -1.1], color="black", lw=1.5)
     for x in (1, 1 + cd):
@@ -76,7 +84,8 @@ def _panel(ax: Axes, cell: pd.DataFrame, title: str) -> None:
     head = cell.iloc[0]
     ax.set_title(
         f"{title}: {k} methods, {int(head['datasets'])} datasets, Friedman p = "
-        f"{head['friedman_p']:.2g}",
+        f"{head['friedman_p']:.2g}"
+        + ("  († not private as claimed)" if "†" in "".join(names) else ""),
         fontsize=9,
     )
 

@@ -32,8 +32,23 @@ the datasets as the units of comparison (Demšar 2006):
 Methods are labelled from the registry (:data:`dpreg.algorithms.ALGORITHMS`):
 private, non-private or a reproduction of published code whose privacy is not
 claimed; bounds given or bound-free; the hyperparameters tuned without
-privacy, or chosen privately inside the budget; the neighbour relation.  Non-private references are left out of the
+privacy, or chosen privately inside the budget; the neighbour relation; and, per
+epsilon, whether every release is private as claimed at that epsilon
+(``privacy``: ``as claimed`` or ``not as claimed``, from the releases'
+``valid`` flags, the ledger's): reproductions of published code that are not
+(``ssp-wang``, ``bas-amazon-code``, ``gaussmix-code``...) and entries charged
+more than their nominal budget (TukeyEM's depth step) are ranked with that
+flag, not at equal exact privacy.  Non-private references are left out of the
 ranking unless asked for.
+
+A failed trial is scored as what the algorithm outputs when it fails (theta =
+0, the trivial predictor; :mod:`dpreg.report.summary`), so no trial is dropped;
+``failed`` is the share of a method's trials that failed over the ranked
+datasets.  A cell with no finite statistic at all is ranked last on its
+dataset rather than dropping the dataset.  Several tables (the suite's
+experiments) can be ranked together: a (dataset, variant, algorithm, epsilon)
+row present in more than one is taken from the first (the same seed and folds
+give the same trials).
 
 References
 ----------
@@ -69,10 +84,12 @@ __all__ = [
     "DEFAULT_EXCLUDE",
     "FIGURE_EPSILONS",
     "LEADERBOARD_COLUMNS",
+    "combine_tables",
     "default_reference",
     "labels",
     "leaderboard",
     "leaderboard_main",
+    "privacy_flag",
     "to_markdown",
 ]
 
@@ -94,6 +111,8 @@ LEADERBOARD_COLUMNS = [
     "bounds",
     "tuning",
     "neighbouring",
+    "privacy",
+    "failed",
     "avg_rank",
     "datasets",
     "reference",
@@ -154,6 +173,28 @@ def labels(algorithm: str) -> dict[str, str]:
     }
 
 
+def privacy_flag(algorithm: str, epsilon: float, delta: float) -> str:
+    """``as claimed`` when every release of one run at ``(epsilon, delta)`` is valid, else ``not as claimed``.
+
+    Non-private and unregistered methods get ``""``.  Validity is structural
+    (a calibration and its range), so a nominal ``d = 5``, ``n = 1000`` is used.
+    """
+    spec = ALGORITHMS.get(algorithm)
+    if spec is None or not spec.private:
+        return ""
+    rel = spec.releases(epsilon=float(epsilon), delta=float(delta), d=5, n=1000)
+    return "as claimed" if all(r.valid for r in rel) else "not as claimed"
+
+
+def combine_tables(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The rows of several suite tables; a (dataset, variant, algorithm, epsilon) from the first that has it."""
+    if not tables:
+        raise DPRegError("no suite table to rank")
+    both = pd.concat(list(tables), ignore_index=True)
+    keys = [k for k in ("dataset", "variant", "algorithm", "epsilon") if k in both]
+    return both.drop_duplicates(subset=keys, keep="first").reset_index(drop=True)
+
+
 def _is_private(algorithm: str) -> bool:
     return labels(algorithm)["kind"] != "non-private"
 
@@ -197,7 +238,14 @@ def leaderboard(
         wide = cell.pivot_table(
             index="dataset", columns="algorithm", values=statistic, aggfunc="first"
         )
-        wide = wide.reindex(columns=methods).replace([np.inf, -np.inf], np.nan).dropna()
+        wide = wide.reindex(columns=methods).replace([np.inf, -np.inf], np.nan)
+        # a row whose every trial failed (NaN statistic) ranks last; a missing row drops the dataset
+        wide = wide.where(~_all_failed(cell, wide, statistic), np.inf).dropna()
+        if np.isinf(wide.to_numpy()).any():
+            worst = wide.replace(np.inf, np.nan).max(axis=1).abs() * 2 + 1.0  # above every error
+            wide = wide.where(np.isfinite(wide), pd.DataFrame({m: worst for m in wide.columns}))
+        failed = _failed_share(cell, wide.index, methods)
+        delta = float(cell["delta"].iloc[0]) if "delta" in cell else 1e-6
         if len(wide) < 2 or len(methods) < 2:
             raise DPRegError(
                 f"variant {variant!r}, epsilon {eps:g}: fewer than 2 datasets with every method"
@@ -222,6 +270,8 @@ def leaderboard(
                     "position": pos,
                     "algorithm": methods[j],
                     **labels(methods[j]),
+                    "privacy": privacy_flag(methods[j], float(eps), delta),
+                    "failed": failed[methods[j]],
                     "avg_rank": float(avg[j]),
                     "datasets": len(wide),
                     "reference": ref,
@@ -247,6 +297,24 @@ def leaderboard(
     return out
 
 
+def _all_failed(cell: pd.DataFrame, wide: pd.DataFrame, statistic: str) -> pd.DataFrame:
+    """True where a (dataset, method) row exists and every one of its trials failed."""
+    if not {"failed", "trials"} <= set(cell):
+        return pd.DataFrame(False, index=wide.index, columns=wide.columns)
+    rows = cell.assign(_all=(cell["failed"] >= cell["trials"]) & cell[statistic].isna())
+    flag = rows.pivot_table(index="dataset", columns="algorithm", values="_all", aggfunc="any")
+    return flag.reindex(index=wide.index, columns=wide.columns).fillna(False).astype(bool)
+
+
+def _failed_share(cell: pd.DataFrame, datasets: pd.Index, methods: Sequence[str]) -> dict:
+    """Share of each method's trials that failed on the ranked datasets (NaN without the columns)."""
+    if not {"failed", "trials"} <= set(cell):
+        return dict.fromkeys(methods, np.nan)
+    rows = cell[cell["dataset"].isin(datasets)].groupby("algorithm")[["failed", "trials"]].sum()
+    rows = rows.reindex(list(methods))
+    return {m: float(f / t) if t else np.nan for m, f, t in rows.itertuples()}
+
+
 def to_markdown(board: pd.DataFrame, figure: str | None = None) -> str:
     """``leaderboard.md``: one section per (variant, epsilon), methods by average rank."""
     first = board.iloc[0]
@@ -265,7 +333,12 @@ def to_markdown(board: pd.DataFrame, figure: str | None = None) -> str:
             if first["ties_rule"] == "split"
             else "dropped."
         )
-        + " Generated by `dpreg.report.leaderboard`; do not edit.",
+        + " Privacy: `not as claimed` marks a method some of whose releases at that epsilon are "
+        "not private as its calibration claims (a reproduction of published code, or a step "
+        "charged more than its nominal budget): it is ranked, but not at equal exact privacy. "
+        "Neighbours: the relation its guarantee holds under (replace-one is not add/remove). "
+        "Failed: the share of its trials that failed (a dataset where all did ranks it last)."
+        " Generated by `dpreg.report.leaderboard`; do not edit.",
     ]
     if figure:
         lines += ["", f"Critical-difference diagram: [{figure}]({figure})."]
@@ -280,18 +353,24 @@ def to_markdown(board: pd.DataFrame, figure: str | None = None) -> str:
             f"F = {head['iman_davenport_f']:.4g} (p = {head['iman_davenport_p']:.3g}); "
             f"CD = {head['cd']:.3f}.",
             "",
-            "| # | method | avg rank | W/T/L vs reference | sign p | kind | bounds | tuning | neighbours |",
-            "|---:|---|---:|---|---:|---|---|---|---|",
+            "| # | method | avg rank | W/T/L vs reference | sign p | kind | privacy | failed "
+            "| bounds | tuning | neighbours |",
+            "|---:|---|---:|---|---:|---|---|---:|---|---|---|",
         ]
         for _, r in cell.iterrows():
             wtl = "reference" if pd.isna(r["wins"]) else f"{r['wins']}/{r['ties']}/{r['losses']}"
             p = "" if pd.isna(r["sign_p"]) else f"{r['sign_p']:.3g}"
             lines.append(
                 f"| {r['position']} | {r['label']} (`{r['algorithm']}`) | {r['avg_rank']:.2f} | "
-                f"{wtl} | {p} | {r['kind']} | {r['bounds']} | {r['tuning']} | "
+                f"{wtl} | {p} | {r['kind']} | {r['privacy']} | {_pct(r['failed'])} | "
+                f"{r['bounds']} | {r['tuning']} | "
                 f"{r['neighbouring']} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def _pct(share: float) -> str:
+    return "" if pd.isna(share) or share == 0 else f"{100 * share:.3g}%"
 
 
 def leaderboard_main(argv: Sequence[str] | None = None) -> int:
@@ -304,7 +383,12 @@ def leaderboard_main(argv: Sequence[str] | None = None) -> int:
         prog="dpreg leaderboard",
         description="Average ranks, Friedman/Nemenyi tests and sign tests over Wang's suite.",
     )
-    parser.add_argument("table", help="the suite's summary table (results/tables/wang-suite.csv)")
+    parser.add_argument(
+        "table",
+        nargs="+",
+        help="the suite's summary tables (results/tables/wang-suite.csv ...); a row in "
+        "several is taken from the first",
+    )
     parser.add_argument("--out-csv", default="results/leaderboard.csv")
     parser.add_argument("--out-md", default="results/leaderboard.md")
     parser.add_argument("--figure", help="critical-difference diagram (PNG; a PDF beside it)")
@@ -331,7 +415,7 @@ def leaderboard_main(argv: Sequence[str] | None = None) -> int:
     try:
         board = leaderboard(
             # a committed table is checked by git: its sidecar is verified when present
-            read_table(args.table, require_checksum=False),
+            combine_tables([read_table(t, require_checksum=False) for t in args.table]),
             statistic=args.statistic,
             reference=args.reference,
             margin=args.margin,
