@@ -97,7 +97,7 @@ def render_markdown(claims: pd.DataFrame, *, table: str = "tables/claims.csv") -
         'and claims"): one per claim, on the geometric-mean ratio of the first named over '
         "the second over its datasets and ε (an ε-independent comparison once per dataset), "
         f"with a dataset bootstrap ({resamples} replicates; datasets, then each dataset's "
-        "partitions, folds within them and repeats within folds), Holm-adjusted over the {n_conf} confirmatory claims; a failed trial "
+        f"partitions, folds within them and repeats within folds), Holm-adjusted over the {n_conf} confirmatory claims; a failed trial "
         "counts as the trivial predictor (θ = 0). Exploratory claims (not registered with this "
         "definition, or judged on trials drawn before their registration) are judged at the "
         'unadjusted level. The point counts are description only. "thesis" marks the '
