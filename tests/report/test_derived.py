@@ -25,14 +25,14 @@ def test_committed_wang_suite_readme_numbers_are_derived_or_in_the_tables():
 
     Run ``dpreg claims check-readme --readme results/wang-suite/README.md --tables
     results/tables --tables results/wang-suite --provenance
-    results/provenance-wang-suite.json`` to list the offenders, and ``dpreg claims
+    results/provenance-wang-suite+wang-frontier.json`` to list the offenders, and ``dpreg claims
     derive`` to rewrite the tagged ones.
     """
     text = SUITE_README.read_text(encoding="utf-8")
     assert text.count("<!-- q ") >= 30  # the findings' derived numbers are tagged
     assert check_derived(text, FOLDERS) == []
     sources = [p for f in FOLDERS for p in sorted(f.glob("*.csv"))]
-    sources.append(RESULTS / "provenance-wang-suite.json")
+    sources.append(RESULTS / "provenance-wang-suite+wang-frontier.json")
     assert unverified_numbers(untagged_text(text), table_values(sources)) == []
 
 
