@@ -5,7 +5,7 @@ fresh copy of the workflow (as :mod:`bench_pipeline` does, whose job parser
 and breakdown it uses): the ``run:`` experiments of that file, i.e. the suite
 of Wang's methods and ``wang-frontier`` (the modern and frontier methods) at
 their declared repeats, from the mirror's raw files to the leaderboard.
-Whatever seed the file declares is used (never pass the confirmatory seed).
+Whatever seed the file declares is used.
 
 Output, one JSON line each:
 

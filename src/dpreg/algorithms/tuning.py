@@ -156,16 +156,7 @@ def _release_fn(tuned: str):
 
         def releases_of(z: float) -> list[Release]:
             mu_fit = math.sqrt(1.0 - SCORE_SHARE) / z  # mu_Q = 1 / z
-            out = [
-                selection_release(
-                    "selection",
-                    mean=float(J),
-                    candidates=J,
-                    epsilon=ctx.epsilon,
-                    delta=ctx.delta,
-                    calibration=CALIBRATION,
-                )
-            ]
+            out = [_selection(ctx, J)]
             for j, (rel, mu1) in enumerate(groups, start=1):
                 out += [_scaled(r, candidate_name(j, r.name), mu1 / mu_fit) for r in rel]
                 out.append(
