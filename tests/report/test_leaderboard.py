@@ -269,6 +269,20 @@ def test_main_writes_csv_markdown_and_a_cd_figure(tmp_path):
     assert (tmp_path / "fig" / "cd.pdf").stat().st_size > 1000
 
 
+def test_cd_figure_files_are_byte_identical_across_runs(tmp_path):
+    """No creation date or producer in the files: the same board gives the same bytes."""
+    src = tmp_path / "suite.csv"
+    suite_table(KNOWN).to_csv(src, index=False)
+    sums = []
+    for run in ("a", "b"):
+        fig = tmp_path / run / "cd.png"
+        argv = [str(src), "--out-csv", str(tmp_path / f"{run}.csv"), "--figure", str(fig)]
+        assert leaderboard_main([*argv, "--out-md", str(tmp_path / f"{run}.md")]) == 0
+        sums.append((fig.read_bytes(), fig.with_suffix(".pdf").read_bytes()))
+    assert b"CreationDate" not in sums[0][1]
+    assert sums[0] == sums[1]
+
+
 def test_main_reports_a_bad_reference_in_one_line(tmp_path, capsys):
     src = tmp_path / "suite.csv"
     suite_table(KNOWN).to_csv(src, index=False)

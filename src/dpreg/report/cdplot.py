@@ -119,6 +119,9 @@ def save_cd_figure(
     path = Path(path)
     # each file through a temporary sibling: a full disk leaves no partial figure
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=150)
+        fig.savefig(tmp, format="png", dpi=150, metadata={"Software": None})
+    # no dates or producer in the PDF: the same board gives the same bytes
     with atomic_path(path.with_suffix(".pdf")) as tmp:
-        fig.savefig(tmp, format="pdf")
+        fig.savefig(
+            tmp, format="pdf", metadata={"CreationDate": None, "ModDate": None, "Producer": None}
+        )
