@@ -267,16 +267,7 @@ def _legend(
             marker="x", mec="0.6"
         )
     # the note is the legend's title, so the layout engine makes room for it
-    fig.legend(
-        list(legend.values()),
-        list(legend.keys()),
-        loc="outside lower center",
-        ncol=_legend_columns(list(legend), fig.get_figwidth()),
-        fontsize=8.5,
-        frameon=False,
-        title=note,
-        title_fontsize=8.5,
-    )
+    figure_legend(fig, legend, note)
 
 
 def plot_experiment(
@@ -395,6 +386,20 @@ def _save(fig: Figure, out_png, out_pdf, dpi: int) -> None:
             format="pdf",
             metadata={"CreationDate": None, "ModDate": None, "Producer": None},
         )
+
+
+def figure_legend(fig: Figure, legend: Mapping[str, Any], note: str) -> None:
+    """The figure's one legend, below its panels, with ``note`` as its title."""
+    fig.legend(
+        list(legend.values()),
+        list(legend.keys()),
+        loc="outside lower center",
+        ncol=_legend_columns(list(legend), fig.get_figwidth()),
+        fontsize=8.5,
+        frameon=False,
+        title=note,
+        title_fontsize=8.5,
+    )
 
 
 def _legend_columns(labels: list[str], width_in: float, fontsize: float = 8.5) -> int:

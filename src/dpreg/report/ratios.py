@@ -42,10 +42,10 @@ from matplotlib.ticker import FuncFormatter
 from dpreg._validation import DPRegError
 from dpreg.report.figures import (
     DEFAULT_CAP,
-    _legend_columns,
     _prepare,
     _save,
     _title,
+    figure_legend,
     plot_experiment,
 )
 from dpreg.report.lines import (
@@ -364,16 +364,7 @@ def _ratio_legend(fig, handles, flags, statistic, level, reference, ref_var, not
         legend[f"hollow, dotted (right axis): pass rate of {names}"] = Line2D(
             [], [], color="0.3", ls=":", marker="o", mfc="none"
         )
-    fig.legend(
-        list(legend.values()),
-        list(legend.keys()),
-        loc="outside lower center",
-        ncol=_legend_columns(list(legend), fig.get_figwidth()),
-        fontsize=8.5,
-        frameon=False,
-        title=note,
-        title_fontsize=8.5,
-    )
+    figure_legend(fig, legend, note)
 
 
 def draw_figure(table: pd.DataFrame, *, figure: Mapping[str, Any] | None = None, **kw) -> Figure:
