@@ -90,8 +90,8 @@ import numpy as np
 from dpreg._validation import DPRegError, epsilon_too_small
 from dpreg.algorithms.base import Algorithm, Style
 from dpreg.algorithms.fits import FitOptions, FitResult, ReleaseContext
+from dpreg.algorithms.residuals import ClippedGradient
 from dpreg.preprocess.stats import SuffStats
-from dpreg.privacy import drawcheck
 from dpreg.privacy import mechanisms as mech
 from dpreg.privacy.mechanisms import Release
 
@@ -218,6 +218,7 @@ def bas_releases(ctx: ReleaseContext, *, variant: str) -> list[Release]:
 
 
 def boost(
+    stats: SuffStats,
     X: np.ndarray,
     y: np.ndarray,
     H: np.ndarray,
@@ -232,6 +233,9 @@ def boost(
 
     Parameters
     ----------
+    stats : SuffStats
+        The fold's statistics; they hold the cache of the rows' ``X^T X`` and
+        ``X^T y`` (:class:`dpreg.algorithms.residuals.ClippedGradient`).
     H : ndarray, shape (R, d, d)
         The regularised noisy Gram matrices.
     noise : ndarray, shape (R, T, d)
@@ -262,11 +266,9 @@ def boost(
     theta = np.zeros((R, d))
     grads = np.empty((R, T, d))
     step = SHRINKAGE[eta]
+    gradient = ClippedGradient(stats, X, y, R, clip=clip, row_norm=row_norm)
     for t in range(T):
-        resid = drawcheck.clip(  # (n, R)
-            y[:, None] - X @ theta.T, clip, release=f"grad_{t + 1}", row_norm=row_norm
-        )
-        g = (X.T @ resid).T + noise[:, t]
+        g = gradient(theta, release=f"grad_{t + 1}") + noise[:, t]
         grads[:, t] = g
         with np.errstate(invalid="ignore", over="ignore"):
             theta = theta + step(t + 1) * np.einsum("rij,rj->ri", Hinv, g)
@@ -308,7 +310,7 @@ def bas_fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, variant: 
     H = H_hat.copy()
     H[:, idx, idx] += lam[:, None]
     theta, failed, grads = boost(
-        X, y, H, xi, clip=stats.bound_y, eta=eta, pinv=google, row_norm=stats.bound_x
+        stats, X, y, H, xi, clip=stats.bound_y, eta=eta, pinv=google, row_norm=stats.bound_x
     )
     released = None
     if opts.capture:

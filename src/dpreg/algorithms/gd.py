@@ -60,6 +60,7 @@ import numpy as np
 from dpreg._validation import DPRegError
 from dpreg.algorithms.base import Algorithm, Style
 from dpreg.algorithms.fits import FitOptions, FitResult, ReleaseContext
+from dpreg.algorithms.residuals import ClippedGradient
 from dpreg.preprocess.stats import SuffStats
 from dpreg.privacy import drawcheck
 from dpreg.privacy import mechanisms as mech
@@ -143,10 +144,10 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResult:
     xi = mech.standard_normals((R, T * d), rng=opts.rng).reshape(R, T, d)  # type: ignore[arg-type]
     theta = np.zeros((R, d))
     sums = np.empty((R, T, d))
+    gradient = ClippedGradient(stats, X, y, R, clip=C, row_norm=stats.bound_x)
     for t in range(T):
         name = f"grad_{t + 1}"
-        resid = drawcheck.clip(y[:, None] - X @ theta.T, C, release=name, row_norm=stats.bound_x)
-        sums[:, t] = (X.T @ resid).T + drawcheck.scaled(xi[:, t], sigma, release=name)
+        sums[:, t] = gradient(theta, release=name) + drawcheck.scaled(xi[:, t], sigma, release=name)
         theta = theta + (eta / n) * sums[:, t]
     failed = ~np.all(np.isfinite(theta), axis=1)
     theta[failed] = np.nan

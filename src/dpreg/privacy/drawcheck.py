@@ -243,13 +243,21 @@ def scaled(
     return z * s
 
 
-def clip(values: np.ndarray, threshold: float, *, release: str, row_norm: float) -> np.ndarray:
+def clip(
+    values: np.ndarray,
+    threshold: float,
+    *,
+    release: str,
+    row_norm: float,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
     """``clip(values, -C, C)``, recorded as implying sensitivity ``row_norm * C`` for ``release``.
 
     For per-row contributions ``x_i clip(r_i, -C, C)`` with ``||x_i|| <= row_norm``.
+    ``out``: an array of the same shape to write into (as :func:`numpy.clip`).
     """
     record(release, "clip", row_norm * threshold, np.shape(values))
-    return np.clip(values, -threshold, threshold)
+    return np.clip(values, -threshold, threshold, out=out)
 
 
 def margin(release: str, sds: Any, *, tail: str = "gaussian") -> None:
