@@ -84,3 +84,22 @@ def test_nonprivate_statistics_per_variant():
     s = nonprivate_statistics(VariantSpec.from_dict({"clip_sigma": 2.0}))
     assert any("clip thresholds mean + 2 sd" in x for x in s)
     assert any("x_max" in x for x in s)
+
+
+def test_trial_columns_composed_once_per_setting_and_never_shared():
+    """The second call returns the same columns (from the cache) as fresh copies, and a
+    changed setting (delta, bound) is composed anew."""
+    from dpreg.algorithms import get_algorithm
+    from dpreg.privacy.ledger import release_columns
+
+    kw = dict(delta=1e-6, d=4, rho=0.05, n=500)
+    first = trial_columns("adassp-tight", [0.5, 1.0], **kw)
+    first[0.5]["releases"] = "edited by the caller"
+    again = trial_columns("adassp-tight", [0.5, 1.0], **kw)
+    rel = get_algorithm("adassp-tight").releases(epsilon=0.5, **kw)
+    assert again[0.5] == release_columns(list(rel), delta=1e-6)
+    assert again[0.5]["releases"] != "edited by the caller"
+    other = trial_columns("adassp-tight", [0.5], **{**kw, "delta": 1e-5})
+    assert other[0.5] != again[0.5]
+    wide = trial_columns("adassp-tight", [0.5], **kw, bound_x=2.0)
+    assert wide[0.5]["releases"] != again[0.5]["releases"]
