@@ -3,7 +3,7 @@
 On one training fold of a prepared dataset (default bike: 90% of the rows,
 standardised and scaled into the unit ball, ``|y| <= 1``), at ``epsilon = 1``,
 ``delta = 1e-6``, for each pair (``adassp-tuned``/``adassp-tight``,
-``dp-gd-tuned``/``dp-gd-tight``, ``bas-tuned``/``bas``):
+``dp-gd-tuned``/``dp-gd-tight``, ``bas-tuned``/``bas``, ``dpk-bas-tuned``/``dpk-bas``):
 
 * ``release_ms``: the release list (the tuned entries calibrate the whole
   private selection; the sweep computes it once per fold and epsilon);
@@ -36,6 +36,7 @@ PAIRS = [
     ("adassp-tuned", "adassp-tight", ({}, 0.05)),
     ("dp-gd-tuned", "dp-gd-tight", ({"T": 3, "eta": 0.25, "clip": 1.0}, None)),
     ("bas-tuned", "bas", ({"T": 100, "eta": "1"}, None)),
+    ("dpk-bas-tuned", "dpk-bas", ({"k": 5}, None)),
 ]
 EPSILON, DELTA, SEED = 1.0, 1e-6, 4242
 

@@ -50,11 +50,14 @@ The entries and their grids (public, fixed before any data is seen)
     AdaSSP (Kalaja's fixed version, the fit of ``adassp-tight``): its failure
     probability ``rho`` in {0.001, 0.01, 0.05, 0.2, 0.5} (the run's ``rho``
     argument is ignored).
-
-DPKendall's ``k`` (``dpk-bas``) is not tuned here: the accountant takes candidates
-with a pure-DP selection (:func:`dpreg.privacy.selection.ps22_curve`), but one
-trial runs about four DPKendall fits and such an entry's end-to-end audit took
-870 s at the quick setting.
+``dpk-bas-tuned``
+    DPKendall + BoostedAdaSSP (:mod:`dpreg.algorithms.kendall`): the number of
+    selected features ``k`` in {2, 3, 5, 8} (capped at ``d``).  Its selection is a
+    pure-DP exponential mechanism, so its candidates are not Gaussian: each runs the
+    base at its own budget ``epsilon / z`` (the base's split kept), the score gets
+    ``mu_S^2 = SCORE_SHARE / (1 - SCORE_SHARE)`` times the base's Gaussian ``mu^2``,
+    and the accountant composes the pure part in Renyi DP
+    (:func:`dpreg.privacy.selection.ps22_curve`).
 
 Randomness: one draw from the caller's generator seeds ``J + 2`` child
 streams -- the repetitions and picks (repeat by repeat), the score noise (run
@@ -81,7 +84,7 @@ from typing import Any
 import numpy as np
 
 from dpreg._validation import epsilon_too_small
-from dpreg.algorithms import adassp, boosted, gd
+from dpreg.algorithms import adassp, boosted, gd, kendall
 from dpreg.algorithms.base import Algorithm, Style, _freeze
 from dpreg.algorithms.fits import FitOptions, FitResult, ReleaseContext, _as_result
 from dpreg.preprocess.stats import SuffStats
@@ -113,7 +116,11 @@ BASES: dict[str, Algorithm] = {
     "dp-gd-tuned": _entry(gd, "dp-gd"),
     "bas-tuned": _entry(boosted, "bas"),
     "adassp-tuned": _entry(adassp, "adassp"),
+    "dpk-bas-tuned": _entry(kendall, "dpk-bas"),
 }
+
+#: tuned entries whose base makes pure-DP releases: calibrated through the base's budget
+BY_BUDGET = frozenset({"dpk-bas-tuned"})
 
 #: tuned entry -> its public candidate grid
 GRIDS: dict[str, tuple[Candidate, ...]] = {
@@ -123,6 +130,7 @@ GRIDS: dict[str, tuple[Candidate, ...]] = {
     ),
     "bas-tuned": tuple(({"T": T, "eta": "1"}, None) for T in (5, 10, 25, 50, 100)),
     "adassp-tuned": tuple(({}, rho) for rho in (0.001, 0.01, 0.05, 0.2, 0.5)),
+    "dpk-bas-tuned": tuple(({"k": k}, None) for k in (2, 3, 5, 8)),
 }
 
 
@@ -146,6 +154,8 @@ def _release_fn(tuned: str):
     base, grid = BASES[tuned], GRIDS[tuned]
 
     def release_fn(ctx: ReleaseContext) -> list[Release]:
+        if tuned in BY_BUDGET:
+            return _budget_releases(ctx, base, grid)
         groups = []
         for params, _ in grid:
             own = replace(ctx, params=_freeze({**base.hyperparameters, **params}))
@@ -190,6 +200,42 @@ def _selection(ctx: ReleaseContext, J: int) -> Release:
         delta=ctx.delta,
         calibration=CALIBRATION,
     )
+
+
+def _budget_releases(ctx: ReleaseContext, base: Algorithm, grid) -> list[Release]:
+    """A base with pure-DP releases (DPKendall's selection): every candidate runs the base
+    at its own budget ``epsilon / z`` (its own split), the score at ``mu_S^2 = SCORE_SHARE /
+    (1 - SCORE_SHARE)`` times the candidate's Gaussian ``mu^2``; ``z`` calibrated as above."""
+    J = len(grid)
+    c_s = _score_clip(ctx.bound_y)
+
+    def releases_of(z: float) -> list[Release]:
+        out = [_selection(ctx, J)]
+        for j, (params, _) in enumerate(grid, start=1):
+            own = replace(
+                ctx, epsilon=ctx.epsilon / z, params=_freeze({**base.hyperparameters, **params})
+            )
+            rel = base.release_fn(own)
+            out += [replace(r, name=candidate_name(j, r.name)) for r in rel]
+            mu_fit = math.sqrt(sum(r.mu**2 for r in rel if r.mechanism == "gaussian"))
+            mu_s = math.sqrt(SCORE_SHARE / (1.0 - SCORE_SHARE)) * mu_fit
+            out.append(
+                mech.gaussian_release(
+                    candidate_name(j, "score"),
+                    sensitivity=c_s,
+                    sigma=c_s / mu_s,
+                    epsilon=SCORE_SHARE * ctx.epsilon,
+                    delta=SCORE_SHARE * ctx.delta,
+                    calibration=CALIBRATION,
+                    valid=True,
+                )
+            )
+        return out
+
+    if ctx.epsilon <= selection_epsilon(1e-9, float(J), delta=ctx.delta):
+        raise epsilon_too_small(ctx.epsilon)
+    z = calibrate_multiplier(releases_of, epsilon=ctx.epsilon, delta=ctx.delta)
+    return releases_of(z)
 
 
 def _base_releases(group: list[Release], j: int) -> list[Release]:
@@ -333,4 +379,10 @@ ENTRIES = [
     _tuned("dp-gd-tuned", "DP-GD (tuned privately)", Style("indigo", ":", "x"), "T, η, clip"),
     _tuned("bas-tuned", "BoostedAdaSSP (tuned privately)", Style("mediumorchid", "-.", "<"), "T"),
     _tuned("adassp-tuned", "AdaSSP (tuned privately)", Style("steelblue", "-", "8"), "ρ"),
+    _tuned(
+        "dpk-bas-tuned",
+        "DPKendall + BoostedAdaSSP (tuned privately)",
+        Style("darkslateblue", "-.", ">"),
+        "k",
+    ),
 ]

@@ -246,11 +246,12 @@ def optional_releases(releases: Sequence[Release]) -> set[str]:
 
 def incomplete_candidates(releases: Sequence[Release], served: set[str]) -> list[str]:
     """Candidates of a selection that ran (some release drawn) without drawing all their
-    noisy releases: a run of the base mechanism makes every release of its candidate."""
+    noisy releases (Gaussian and pure-DP): a run of the base mechanism makes every release
+    of its candidate."""
     optional = optional_releases(releases)
     groups: dict[int, set[str]] = {}
     for r in releases:
-        if r.name in optional and r.mechanism == "gaussian":
+        if r.name in optional and r.mechanism in ("gaussian", *_PURE):
             groups.setdefault(candidate_of(r.name), set()).add(r.name)  # type: ignore[arg-type]
     out = []
     for j, names in sorted(groups.items()):
