@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pytest
 
+from dpreg._validation import DPRegError
+from dpreg.algorithms.fits import FitOptions
 from dpreg.algorithms.registry import get_algorithm
 from dpreg.algorithms.tukey import resolve_m
 from dpreg.algorithms.tuning_tukey import CANDIDATES, SCORE_CLIP, SCORE_SHARE
@@ -129,3 +131,26 @@ def test_score_sensitivity_is_the_clip_under_replace_one():
     X1, y1 = X0.copy(), y0.copy()
     y1[0] = 10.0  # a row outside the bound: the clip still caps its term
     assert abs(sse(X0, y0, theta) - sse(X1, y1, theta)) == pytest.approx(c_s, rel=1e-12)
+
+
+def test_rules_tukey_cannot_run_are_dropped_by_the_public_n_and_d():
+    # Wang's breastcancer fold (174 x 33): n/2d and n/4d give fewer than 4 models
+    rel = get_algorithm(NAME).releases(epsilon=1.0, delta=DELTA, d=33, n=174)
+    assert {candidate_of(r.name) for r in rel} == {1}  # n/d only, J = 1
+    cols = release_columns(rel, delta=DELTA)
+    assert 1.0 * (1 - RTOL) <= cols["eps_exact"] <= 1.0
+    assert DELTA * (1 - RTOL) <= cols["delta_exact"] <= DELTA
+    with pytest.raises(DPRegError, match="need m >= 4"):
+        get_algorithm(NAME).releases(epsilon=1.0, delta=DELTA, d=4, n=12)
+
+
+def test_a_fit_refuses_releases_made_for_another_grid():
+    X, y = _toy(n=30)  # n/d = 7 models; n/2d = 3 < 4: one candidate
+    stats = SuffStats.from_arrays(X, y, bound_x=1.0, bound_y=BOUND_Y)
+    alg = get_algorithm(NAME)
+    rel = alg.releases(epsilon=1.0, delta=DELTA, d=D)  # without n: the whole grid
+    opts = FitOptions(rng=np.random.default_rng(0), size=2, rows=(X, y))
+    with pytest.raises(DPRegError, match="3 candidates released, 1 runnable at n=30"):
+        alg.fit_fn(stats, rel, opts)
+    res = alg.fit(stats, epsilon=1.0, delta=DELTA, rng=np.random.default_rng(0), rows=(X, y))
+    assert res.theta.shape == (1, D)

@@ -15,7 +15,11 @@ The protocol
 The public grid holds the ``m`` rules of the three TukeyEM entries,
 ``tukey-em-n1d`` (``m = n/d``), ``tukey-em`` (``n/2d``) and ``tukey-em-n4d``
 (``n/4d``): ``J = 3`` candidates (under replace-one neighbours ``n`` is public,
-so each rule is a public number).  On a training fold, for ``j = 1 .. J``:
+so each rule is a public number).  A rule giving fewer than 4 models or
+batches of fewer than ``d`` rows (:func:`dpreg.algorithms.tukey.resolve_m`)
+is dropped from the grid before anything is computed, a function of the
+public ``n`` and ``d`` (on Wang's breastcancer and autos only ``n/d`` is
+left, ``J = 1``).  On a training fold, for ``j = 1 .. J``:
 
 1. run TukeyEM with ``m_j`` at parameter ``epsilon_t = 2 eps2`` and
    ``delta_t`` (published form: PTR's ``Lap(1/eps2)`` on ``k_hat``, then the
@@ -85,6 +89,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from dpreg._validation import DPRegError
 from dpreg.algorithms import tukey
 from dpreg.algorithms.base import Algorithm, Style, shared_child
 from dpreg.algorithms.fits import FitOptions, FitResult, ReleaseContext, _as_result
@@ -109,8 +114,24 @@ _ENTRIES = {a.name: a for a in tukey.ENTRIES}
 _BASE = _ENTRIES["tukey-em"]
 
 
-def _grid() -> tuple[object, ...]:
-    return tuple(_ENTRIES[name].hyperparameters["m"] for name in CANDIDATES)
+def _grid(n: int | None, d: int) -> tuple[object, ...]:
+    """The ``m`` rules of :data:`CANDIDATES` TukeyEM can run at ``n`` rows of ``d`` features
+    (``m >= 4`` models of ``>= d`` rows; ``n`` is public under replace-one); all of them
+    when ``n`` is unknown (a release list without data)."""
+    rules = tuple(_ENTRIES[name].hyperparameters["m"] for name in CANDIDATES)
+    if n is None:
+        return rules
+    ok = []
+    for m in rules:
+        try:
+            tukey.resolve_m(m, n, d)
+        except DPRegError:
+            continue
+        ok.append(m)
+    if not ok:
+        # the error of the candidate with the most models, which names what is needed
+        tukey.resolve_m(rules[0], n, d)
+    return tuple(ok)
 
 
 def budgets(epsilon: float, delta: float, J: int) -> dict[str, float]:
@@ -130,7 +151,7 @@ def _tukey_context(ctx: ReleaseContext, eps2: float, delta_t: float, m: object):
 
 
 def _releases(ctx: ReleaseContext) -> list[Release]:
-    grid = _grid()
+    grid = _grid(ctx.n, ctx.d)
     b = budgets(ctx.epsilon, ctx.delta, len(grid))
     c_s = SCORE_CLIP * ctx.bound_y**2
     out: list[Release] = []
@@ -169,9 +190,14 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions) -> FitResult:
     X, y = opts.rows  # type: ignore[misc]
     n, d = X.shape
     R = opts.size
-    grid = _grid()
+    grid = _grid(n, d)
     J = len(grid)
     by_name = {r.name: r for r in rel}
+    if len(rel) != 4 * J:
+        raise DPRegError(
+            f"tukey-em-tuned: {len(rel) // 4} candidates released, {J} runnable at n={n}, "
+            f"d={d}; compute the releases with n={n}"
+        )
     seed = np.random.SeedSequence(int(opts.rng.integers(2**63)))  # type: ignore[union-attr]
     streams = [np.random.default_rng(s) for s in seed.spawn(2 * J)]
     thetas = np.full((J, R, d), np.nan)

@@ -217,10 +217,11 @@ def _regression_pair(alg, *, d, epsilon, delta, samples, rho, seeds, pair="bound
     for (X0, y0), (X1, y1) in candidate_pairs(
         alg, d=d, epsilon=epsilon, delta=delta, rho=rho, pair=pair
     ):
-        releases = alg.releases(epsilon=epsilon, delta=delta, d=d, rho=rho, n=X0.shape[0])
         st0, st1 = SuffStats.from_arrays(X0, y0), SuffStats.from_arrays(X1, y1)
         kw = {"epsilon": epsilon, "delta": delta, "n": samples, "rho": rho}
         try:
+            # inside: a release list may depend on the public n (tukey-em-tuned's grid)
+            releases = alg.releases(epsilon=epsilon, delta=delta, d=d, rho=rho, n=X0.shape[0])
             out0 = _regression_draws(alg, st0, (X0, y0), rng=np.random.default_rng(seeds[0]), **kw)
             out1 = _regression_draws(alg, st1, (X1, y1), rng=np.random.default_rng(seeds[1]), **kw)
         except DPRegError as err:
