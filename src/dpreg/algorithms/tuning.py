@@ -85,7 +85,7 @@ import numpy as np
 
 from dpreg._validation import epsilon_too_small
 from dpreg.algorithms import adassp, boosted, gd, kendall
-from dpreg.algorithms.base import Algorithm, Style, _freeze
+from dpreg.algorithms.base import Algorithm, Style, _cached_releases, _freeze, shared_child
 from dpreg.algorithms.fits import FitOptions, FitResult, ReleaseContext, _as_result
 from dpreg.preprocess.stats import SuffStats
 from dpreg.privacy import drawcheck
@@ -154,8 +154,8 @@ def _release_fn(tuned: str):
     base, grid = BASES[tuned], GRIDS[tuned]
 
     def release_fn(ctx: ReleaseContext) -> list[Release]:
-        if tuned in BY_BUDGET:
-            return _budget_releases(ctx, base, grid)
+        if tuned in BY_BUDGET:  # independent of n: calibrated once per (epsilon, delta, d, ...)
+            return list(_cached_releases(_BUDGET_FNS[tuned], replace(ctx, n=None)))
         groups = []
         for params, _ in grid:
             own = replace(ctx, params=_freeze({**base.hyperparameters, **params}))
@@ -238,16 +238,27 @@ def _budget_releases(ctx: ReleaseContext, base: Algorithm, grid) -> list[Release
     return releases_of(z)
 
 
+#: the release functions of the entries calibrated through the base's budget
+_BUDGET_FNS = {
+    t: (lambda ctx, t=t: _budget_releases(ctx, BASES[t], GRIDS[t])) for t in sorted(BY_BUDGET)
+}
+
+
 def _base_releases(group: list[Release], j: int) -> list[Release]:
     """Candidate ``j``'s releases under the base entry's own names (what its fit reads)."""
     prefix = candidate_name(j, "")
     return [replace(r, name=r.name[len(prefix) :]) for r in group if not r.name.endswith("/score")]
 
 
-def _plan(rng: np.random.Generator, size: int, J: int, mean: float):
-    """Per repeat ``K ~ Poisson(mean)`` picks; the streams of the score and of each candidate."""
+def _plan(rng: np.random.Generator, size: int, J: int, mean: float, shared=None):
+    """Per repeat ``K ~ Poisson(mean)`` picks; the streams of the score and of each candidate.
+
+    With a ``shared`` seed (entries with an epsilon-free step) the picks come from its
+    child 0 instead: they depend neither on the data nor on epsilon."""
     seed = np.random.SeedSequence(int(rng.integers(2**63)))
     g_sel, g_score, *g_cand = (np.random.default_rng(s) for s in seed.spawn(J + 2))
+    if shared is not None:
+        g_sel = np.random.default_rng(shared_child(shared, 0))
     runs: list[tuple[int, int]] = []  # (repeat, candidate index 0..J-1), repeat-major
     drawcheck.record("selection", "poisson", mean, (size,))
     for r in range(size):
@@ -266,7 +277,7 @@ def _fit_fn(tuned: str):
         wrapper, groups = candidate_groups(rel)
         J = wrapper.copies
         c_s = _score_clip(stats.bound_y)
-        runs, g_score, g_cand = _plan(opts.rng, R, J, wrapper.scale)  # type: ignore[arg-type]
+        runs, g_score, g_cand = _plan(opts.rng, R, J, wrapper.scale, opts.shared_seed)  # type: ignore[arg-type]
         xi = mech.standard_normals((len(runs),), rng=g_score)
         thetas = np.full((len(runs), d), np.nan)
         scores = np.full(len(runs), np.nan)
@@ -295,7 +306,11 @@ def _fit_fn(tuned: str):
                         captured[candidate_name(j + 1, k)] = np.full((0, *np.shape(v)[1:]), np.nan)
                 continue
             with drawcheck.prefixed(candidate_name(j + 1, "")):
-                res = _as_result(base.fit_fn(stats, brel, own))
+                if opts.shared_seed is None:
+                    res = _as_result(base.fit_fn(stats, brel, own))
+                else:
+                    reps = [runs[i][0] for i in idx]
+                    res = _by_repeat(base, stats, brel, own, reps, opts)
             thetas[idx] = res.theta
             score_name = candidate_name(j + 1, "score")
             with np.errstate(over="ignore", invalid="ignore"):
@@ -328,6 +343,31 @@ def _fit_fn(tuned: str):
         return FitResult(theta, np.full(R, np.nan), failed, released)
 
     return fit
+
+
+def _by_repeat(base, stats, brel, own: FitOptions, reps: list[int], opts: FitOptions):
+    """One base fit per run, in run order, run ``i`` of repeat ``r`` taking the base's
+    epsilon-free step (DPKendall's tie-breaking perturbation and its Kendall vectors) from
+    the shared seed's child ``(1, r)``: computed once per repeat for every run and every
+    epsilon of a grid.  The candidate's stream is drawn as one batched call draws it."""
+    parts = []
+    for r in reps:
+        one = replace(
+            own,
+            size=1,
+            shared_seed=shared_child(shared_child(opts.shared_seed, 1), r),  # type: ignore[arg-type]
+            cache=opts.cache.setdefault(("base-repeat", r), {}),
+        )
+        parts.append(_as_result(base.fit_fn(stats, brel, one)))
+    released = None
+    if own.capture:
+        released = {k: np.concatenate([p.released[k] for p in parts]) for k in parts[0].released}  # type: ignore[index,union-attr]
+    return FitResult(
+        np.concatenate([p.theta for p in parts]),
+        np.concatenate([p.lam for p in parts]),
+        np.concatenate([p.failed for p in parts]),
+        released,
+    )
 
 
 def _released(captured, grid, runs, winner, chosen) -> dict[str, np.ndarray]:
@@ -364,6 +404,7 @@ def _tuned(name: str, label: str, style: Style, what: str) -> Algorithm:
         fit_fn=_fit_fn(name),
         needs_rows=True,
         tuned_privately=tuple(names) or ("rho",),
+        epsilon_free_step=name in BY_BUDGET,
         neighbouring=base.neighbouring,
         style=style,
         reference=f"{base.label} with {what} chosen privately: best of K ~ Poisson(J) runs "
