@@ -57,13 +57,32 @@ The entries and their grids (public, fixed before any data is seen)
     base at its own budget ``epsilon / z`` (the base's split kept), the score gets
     ``mu_S^2 = SCORE_SHARE / (1 - SCORE_SHARE)`` times the base's Gaussian ``mu^2``,
     and the accountant composes the pure part in Renyi DP
-    (:func:`dpreg.privacy.selection.ps22_curve`).
+    (:func:`dpreg.privacy.selection.ps22_curve`).  The calibration does not
+    depend on ``n`` and is computed once per ``(epsilon, delta, d, bounds)``.
+
+TukeyEM's ``m`` is tuned by :mod:`dpreg.algorithms.tuning_tukey`: its
+propose-test-release is not Renyi-DP, so Theorem 6 does not apply to it.
 
 Randomness: one draw from the caller's generator seeds ``J + 2`` child
 streams -- the repetitions and picks (repeat by repeat), the score noise (run
 by run) and one per candidate (its runs in repeat order, one batched fit per
 candidate) -- so repeats are prefix-stable and each trial is an exact run of
-the protocol.
+the protocol.  ``dpk-bas-tuned`` has an epsilon-free step
+(:attr:`~dpreg.algorithms.base.Algorithm.epsilon_free_step`): with a shared
+seed, the picks of repeat ``r`` come from its child 0 and every run of repeat
+``r`` takes DPKendall's tie-breaking perturbation (K1) from its child ``(1,
+r)``, so the perturbed rows and their Kendall vectors are computed once per
+repeat for all its runs and every epsilon of a grid (one base fit per run).
+Neither depends on the data or on epsilon.  The picks keep their law
+(``K ~ Poisson(J)``, uniform candidates, independent of the runs), so each
+trial is still an exact run of the protocol; trials at different epsilons
+share them, as TukeyEM's shared partition (no claim is made about releasing
+several epsilons' outputs together).  Conditionally on the perturbation each
+run is the base mechanism on fixed perturbed rows (the Kendall scores'
+sensitivity holds for any rows, and the output's law does not depend on the
+row order, so a removed row's perturbation may be taken to be the last): the
+bound holds conditionally, hence for the mixture.  Without a shared seed each
+run perturbs from its candidate's stream.
 
 References
 ----------
