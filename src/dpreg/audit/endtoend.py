@@ -26,8 +26,9 @@ one row at the bounds, ``y = 1`` and ``x = e_1`` (moves ``X^T X``,
 an algorithm with a Laplace release, ``x = (1, .., 1)/sqrt(d)`` (attains
 the functional mechanism's L1 sensitivity).  Under replace-one
 neighbouring the last row of ``D`` is replaced instead.  An algorithm that
-refuses so small a ``D`` (e.g. too few rows for its subsampled models) is
-audited on a fixed dataset of ``2000 d`` rows inside the bounds instead.  For private
+refuses so small a ``D`` (e.g. too few rows for its subsampled models, in its
+fit or in its release list) is audited on a fixed dataset of ``2000 d`` rows
+inside the bounds instead.  For private
 pre-processing the declared public ranges are ``[-1, 1]`` for every column
 and for ``y``, and the added row is the corner ``(1, .., 1)``, ``y = 1``,
 which moves the column sums, sums of squares and the y sum at their full
