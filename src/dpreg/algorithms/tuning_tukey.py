@@ -257,7 +257,7 @@ ENTRIES = [
         epsilon_free_step=True,
         tuned_privately=("m",),
         neighbouring="replace-one",
-        style=Style("darkkhaki", "-.", "X"),
+        style=Style("darkolivegreen", "-.", "P"),
         reference="TukeyEM with m in {n/d, n/2d, n/4d} chosen privately: every candidate at "
         "ε/J (its depth step charged 2ε₂) plus a Laplace clipped-loss score, the best "
         "output; basic composition, replace-one",
