@@ -7,7 +7,11 @@ TukeyEM's propose-test-release (:mod:`dpreg.algorithms.tukey`) makes it
 ``(epsilon, delta)``-DP but not Renyi-DP at any finite order (the test passes
 an unsafe dataset with probability ``delta``, on which the restricted
 exponential mechanism has unbounded privacy loss), so that bound does not
-apply.  This entry uses a protocol whose guarantee follows from basic
+apply.  Liu & Talwar's (2019) random stopping, as implemented (OpenDP's
+``make_select_private_candidate``: an ``epsilon``-DP candidate gives a
+``2 epsilon``-DP selection above a threshold), is stated for pure-DP
+candidates.  With ``J = 3`` candidates, running each once is the simple bound
+that covers propose-test-release: this entry's guarantee follows from basic
 composition alone.
 
 The protocol
@@ -80,6 +84,7 @@ private linear regression. ICLR.
 McSherry, F. & Talwar, K. (2007). Mechanism design via differential privacy. FOCS.
 Dwork, C. & Roth, A. (2014). The Algorithmic Foundations of Differential Privacy.
 Dwork, C., Rothblum, G. & Vadhan, S. (2010). Boosting and differential privacy. FOCS.
+Liu, J. & Talwar, K. (2019). Private selection from private candidates. STOC.
 """
 
 from __future__ import annotations
