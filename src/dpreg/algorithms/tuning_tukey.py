@@ -162,7 +162,8 @@ def _releases(ctx: ReleaseContext) -> list[Release]:
     out: list[Release] = []
     for j, m in enumerate(grid, start=1):
         ptr, em, fail = _BASE.release_fn(_tukey_context(ctx, b["eps2"], b["delta_t"], m))
-        assert em.true_epsilon == 2.0 * b["eps2"]  # tukey-em's own charge of the depth step
+        if em.true_epsilon != 2.0 * b["eps2"]:  # tukey-em's own charge of the depth step
+            raise DPRegError(f"tukey-em charges its depth step {em.true_epsilon}, not 2 eps2")
         out += [
             replace(ptr, name=candidate_name(j, ptr.name)),
             # the depth step at its true cost 2 eps2 (McSherry & Talwar 2007, Theorem 6)
