@@ -126,7 +126,10 @@ assert set(DEFAULT_BOUNDS_FAILURES) == FITTING_CHECKS
 TOO_FEW_ROWS = "TukeyEM needs thousands of rows; the checks fit 10 to 200"
 DECLINES_ON_SMALL_DATA = {
     name for name, alg in ALGORITHMS.items() if alg.fit_fn.__module__ == "dpreg.algorithms.tukey"
-} | {"dpk-tukey"}  # DPKendall selection, then TukeyEM on the selected columns
+} | {
+    "dpk-tukey",  # DPKendall selection, then TukeyEM on the selected columns
+    "tukey-em-tuned",  # TukeyEM at every m of its grid
+}
 
 
 def _default_bounds(estimator):

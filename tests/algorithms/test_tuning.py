@@ -12,7 +12,7 @@ from scipy.stats import norm
 
 from dpreg.algorithms.fits import ReleaseContext
 from dpreg.algorithms.registry import get_algorithm
-from dpreg.algorithms.tuning import BASES, ENTRIES, GRIDS, SCORE_SHARE, _plan
+from dpreg.algorithms.tuning import BASES, BY_BUDGET, ENTRIES, GRIDS, SCORE_SHARE, _plan
 from dpreg.preprocess.stats import SuffStats
 from dpreg.privacy.calibrate import RTOL
 from dpreg.privacy.ledger import release_columns
@@ -71,7 +71,7 @@ def test_the_whole_protocol_spends_exactly_the_target(name, eps):
 
 
 @pytest.mark.parametrize("eps", EPSILONS)
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [n for n in NAMES if n not in BY_BUDGET])
 def test_calibration_against_an_independent_computation(name, eps):
     rel = get_algorithm(name).releases(epsilon=eps, **KW)
     mus = _mu_by_candidate(rel)
@@ -185,3 +185,110 @@ def test_only_the_winning_run_is_released_and_tuning_helps_dp_gd(toy):
 
     # the hand-tuned setting barely moves from 0 (gd.py); the grid has larger steps
     assert np.median(mse(tuned.theta)) < 0.8 * np.median(mse(plain.theta))
+
+
+def test_dpk_runs_share_kendall_vectors_across_runs_and_epsilons(toy, monkeypatch):
+    """With a shared seed, DPKendall's perturbed rows and Kendall vectors are computed once
+    per repeat, whatever the number of runs and epsilons; the picks do not move with epsilon."""
+    import dpreg.algorithms.kendall as kendall_module
+
+    calls: list[int] = []
+    real = kendall_module.kendall_kappa
+
+    def counting(U, v, order=None):
+        calls.append(1)
+        return real(U, v, order)
+
+    monkeypatch.setattr(kendall_module, "kendall_kappa", counting)
+    stats, rows = toy
+    alg = get_algorithm("dpk-bas-tuned")
+    assert alg.epsilon_free_step and not get_algorithm("dpk-bas").epsilon_free_step
+
+    def grid(eps_list, shared):
+        calls.clear()
+        alg.fit_grid(
+            stats, epsilons=eps_list, delta=DELTA, size=3, rows=rows, shared_seed=shared,
+            rngs=[np.random.default_rng(i) for i in range(len(eps_list))],
+        )  # fmt: skip
+        return len(calls)
+
+    one = grid([1.0], np.random.SeedSequence(7))
+    three = grid([1.0, 2.0, 5.0], np.random.SeedSequence(7))
+    # at most one vector per repeat (3) for the labels and each feature, computed when a run
+    # first needs it (another epsilon may pick another feature): not per run or epsilon
+    assert 0 < one <= three <= 3 * (stats.d + 1) and three < 2 * one
+    # without a shared seed every run (about J = 4 per repeat) computes its own vectors
+    assert grid([1.0], None) > one
+
+
+def _independent_pure_epsilon(parts, mean: float, delta: float) -> float:
+    """PS22 Theorem 6 over a uniform mixture of candidates each ``mu``-GDP plus pure
+    ``p``-DP, written from the papers without dpreg's code: RDP ``lam mu^2/2 + min(p,
+    lam p^2/2)`` (Mironov 2017 Prop. 7; Bun & Steinke 2016 Prop. 1.4), ``delta_hat`` the
+    smaller of basic composition with the GDP profile (Dong, Roth & Su 2019, Cor. 2.13) and
+    the CKS (2020, Prop. 12) conversion of that RDP, each minimised by a bounded search."""
+
+    def rdp(lam, mu, p):
+        return lam * mu * mu / 2 + min(p, lam * p * p / 2)
+
+    def cks_delta(curve, eps_hat):
+        def log_d(log_bm1):
+            b = 1.0 + math.exp(log_bm1)
+            return (b - 1) * (curve(b) - eps_hat) + (b - 1) * math.log1p(-1 / b) - math.log(b)
+
+        grid = np.linspace(math.log(1e-4), math.log(1e5), 801)
+        k = int(np.argmin([log_d(g) for g in grid]))
+        lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
+        return math.exp(min(0.0, minimize_scalar(log_d, bounds=(lo, hi), method="bounded").fun))
+
+    def delta_hat(mu, p, eps_hat):
+        basic = 1.0
+        if eps_hat >= p:
+            e = eps_hat - p
+            basic = norm.cdf(-e / mu + mu / 2) - math.exp(e) * norm.cdf(-e / mu - mu / 2)
+        return min(basic, cks_delta(lambda b: rdp(b, mu, p), eps_hat))
+
+    def eps_at(log_am1):
+        lam = 1.0 + math.exp(log_am1)
+        eps_hat = math.log(1.0 + 1.0 / (lam - 1.0))
+        r = max(rdp(lam, mu, p) for mu, p in parts)
+        dh = max(delta_hat(mu, p, eps_hat) for mu, p in parts)
+        total = r + mean * dh + math.log(mean) / (lam - 1.0)
+        return total + (math.log(1 / delta) + (lam - 1) * math.log(1 - 1 / lam) - math.log(lam)) / (
+            lam - 1
+        )
+
+    grid = np.linspace(math.log(1e-3), math.log(1e4), 301)
+    k = int(np.argmin([eps_at(g) for g in grid]))
+    lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
+    best = float(minimize_scalar(eps_at, bounds=(lo, hi), method="bounded").fun)
+    # delta_hat jumps where eps_hat = ln(1 + 1/(lam - 1)) falls below p (basic composition
+    # stops applying): the bound is often smallest just before, at lam - 1 = 1/(e^p - 1)
+    edges = [math.log(1.0 / math.expm1(p)) - 1e-12 for _, p in parts if p > 0]
+    return min([best, *(eps_at(e) for e in edges)])
+
+
+@pytest.mark.parametrize("eps", EPSILONS)
+@pytest.mark.parametrize("name", sorted(BY_BUDGET))
+def test_pure_part_calibration_against_an_independent_computation(name, eps):
+    rel = get_algorithm(name).releases(epsilon=eps, **KW)
+    parts = {}
+    for r in rel:
+        j = candidate_of(r.name)
+        if j is None:
+            continue
+        mu2, pure = parts.get(j, (0.0, 0.0))
+        if r.mechanism == "gaussian":
+            mu2 += (r.sensitivity / r.scale) ** 2
+        else:  # DPKendall's peeling: pure epsilon-DP at its stated budget
+            assert r.mechanism == "exponential" and r.delta == 0.0
+            pure += r.epsilon
+        parts[j] = (mu2, pure)
+    assert sorted(parts) == list(range(1, len(GRIDS[name]) + 1))
+    cand = sorted({(math.sqrt(m2), p) for m2, p in parts.values()})
+    # the ledger minimises over a grid of orders, the independent search over all of them
+    # (the edge included): the ledger may never be below it (privacy), and is above it by
+    # its order grid's spacing at most (measured: 0.12% at eps = 10, where the optimum sits
+    # on the edge; allowed: 0.5%)
+    got = _independent_pure_epsilon(cand, float(len(GRIDS[name])), DELTA)
+    assert eps * (1 - 5e-3) <= got <= eps * (1 + 1e-9)

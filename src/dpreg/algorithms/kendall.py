@@ -397,6 +397,7 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, reg: str) ->
     children = opts.rng.spawn(R)  # type: ignore[union-attr]  # one per repeat: prefix-stable
     for r, g in enumerate(children):
         rec: dict[str, np.ndarray] = {}
+        share = None if opts.shared_seed is None else (opts.shared_seed, opts.cache, r)
         if reg == "tukey":
             lap = float(mech.laplace_noise((1,), scale=rel[0].scale, rng=g, release=rel[0].name)[0])
             # (K5)'s shift is no safety margin: n~ > n (probability eta) costs no privacy,
@@ -404,11 +405,10 @@ def _fit(stats: SuffStats, rel: list[Release], opts: FitOptions, *, reg: str) ->
             n_tilde = private_n(n, lap, rel[0].epsilon)
             rec["n_private"] = np.array([n + lap])  # the released noisy count
             sel, reg_rel = rel[1], rel[2:]
-            share = None if opts.shared_seed is None else (opts.shared_seed, opts.cache, r)
             S = _select(X, y, k, sel, "replace-one", g, shared=share)
-        else:
+        else:  # dpk-bas has no shared seed; dpk-bas-tuned passes one (tuning.py)
             sel, reg_rel = rel[0], rel[1:]
-            S = _select(X, y, k, sel, "add/remove", g)
+            S = _select(X, y, k, sel, "add/remove", g, shared=share)
         rec["kendall_selection"] = S[None, :]
         XS = X[:, S]
         res_rel: dict[str, np.ndarray]

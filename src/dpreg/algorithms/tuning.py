@@ -50,17 +50,39 @@ The entries and their grids (public, fixed before any data is seen)
     AdaSSP (Kalaja's fixed version, the fit of ``adassp-tight``): its failure
     probability ``rho`` in {0.001, 0.01, 0.05, 0.2, 0.5} (the run's ``rho``
     argument is ignored).
+``dpk-bas-tuned``
+    DPKendall + BoostedAdaSSP (:mod:`dpreg.algorithms.kendall`): the number of
+    selected features ``k`` in {2, 3, 5, 8} (capped at ``d``).  Its selection is a
+    pure-DP exponential mechanism, so its candidates are not Gaussian: each runs the
+    base at its own budget ``epsilon / z`` (the base's split kept), the score gets
+    ``mu_S^2 = SCORE_SHARE / (1 - SCORE_SHARE)`` times the base's Gaussian ``mu^2``,
+    and the accountant composes the pure part in Renyi DP
+    (:func:`dpreg.privacy.selection.ps22_curve`).  The calibration does not
+    depend on ``n`` and is computed once per ``(epsilon, delta, d, bounds)``.
 
-DPKendall's ``k`` (``dpk-bas``) is not tuned here: the accountant takes candidates
-with a pure-DP selection (:func:`dpreg.privacy.selection.ps22_curve`), but one
-trial runs about four DPKendall fits and such an entry's end-to-end audit took
-870 s at the quick setting.
+TukeyEM's ``m`` is tuned by :mod:`dpreg.algorithms.tuning_tukey`: its
+propose-test-release is not Renyi-DP, so Theorem 6 does not apply to it.
 
 Randomness: one draw from the caller's generator seeds ``J + 2`` child
 streams -- the repetitions and picks (repeat by repeat), the score noise (run
 by run) and one per candidate (its runs in repeat order, one batched fit per
 candidate) -- so repeats are prefix-stable and each trial is an exact run of
-the protocol.
+the protocol.  ``dpk-bas-tuned`` has an epsilon-free step
+(:attr:`~dpreg.algorithms.base.Algorithm.epsilon_free_step`): with a shared
+seed, the picks of repeat ``r`` come from its child 0 and every run of repeat
+``r`` takes DPKendall's tie-breaking perturbation (K1) from its child ``(1,
+r)``, so the perturbed rows and their Kendall vectors are computed once per
+repeat for all its runs and every epsilon of a grid (one base fit per run).
+Neither depends on the data or on epsilon.  The picks keep their law
+(``K ~ Poisson(J)``, uniform candidates, independent of the runs), so each
+trial is still an exact run of the protocol; trials at different epsilons
+share them, as TukeyEM's shared partition (no claim is made about releasing
+several epsilons' outputs together).  Conditionally on the perturbation each
+run is the base mechanism on fixed perturbed rows (the Kendall scores'
+sensitivity holds for any rows, and the output's law does not depend on the
+row order, so a removed row's perturbation may be taken to be the last): the
+bound holds conditionally, hence for the mixture.  Without a shared seed each
+run perturbs from its candidate's stream.
 
 References
 ----------
@@ -81,8 +103,8 @@ from typing import Any
 import numpy as np
 
 from dpreg._validation import epsilon_too_small
-from dpreg.algorithms import adassp, boosted, gd
-from dpreg.algorithms.base import Algorithm, Style, _freeze
+from dpreg.algorithms import adassp, boosted, gd, kendall
+from dpreg.algorithms.base import Algorithm, Style, _cached_releases, _freeze, shared_child
 from dpreg.algorithms.fits import FitOptions, FitResult, ReleaseContext, _as_result
 from dpreg.preprocess.stats import SuffStats
 from dpreg.privacy import drawcheck
@@ -113,7 +135,11 @@ BASES: dict[str, Algorithm] = {
     "dp-gd-tuned": _entry(gd, "dp-gd"),
     "bas-tuned": _entry(boosted, "bas"),
     "adassp-tuned": _entry(adassp, "adassp"),
+    "dpk-bas-tuned": _entry(kendall, "dpk-bas"),
 }
+
+#: tuned entries whose base makes pure-DP releases: calibrated through the base's budget
+BY_BUDGET = frozenset({"dpk-bas-tuned"})
 
 #: tuned entry -> its public candidate grid
 GRIDS: dict[str, tuple[Candidate, ...]] = {
@@ -123,6 +149,7 @@ GRIDS: dict[str, tuple[Candidate, ...]] = {
     ),
     "bas-tuned": tuple(({"T": T, "eta": "1"}, None) for T in (5, 10, 25, 50, 100)),
     "adassp-tuned": tuple(({}, rho) for rho in (0.001, 0.01, 0.05, 0.2, 0.5)),
+    "dpk-bas-tuned": tuple(({"k": k}, None) for k in (2, 3, 5, 8)),
 }
 
 
@@ -146,6 +173,8 @@ def _release_fn(tuned: str):
     base, grid = BASES[tuned], GRIDS[tuned]
 
     def release_fn(ctx: ReleaseContext) -> list[Release]:
+        if tuned in BY_BUDGET:  # independent of n: calibrated once per (epsilon, delta, d, ...)
+            return list(_cached_releases(_BUDGET_FNS[tuned], replace(ctx, n=None)))
         groups = []
         for params, _ in grid:
             own = replace(ctx, params=_freeze({**base.hyperparameters, **params}))
@@ -192,16 +221,63 @@ def _selection(ctx: ReleaseContext, J: int) -> Release:
     )
 
 
+def _budget_releases(ctx: ReleaseContext, base: Algorithm, grid) -> list[Release]:
+    """A base with pure-DP releases (DPKendall's selection): every candidate runs the base
+    at its own budget ``epsilon / z`` (its own split), the score at ``mu_S^2 = SCORE_SHARE /
+    (1 - SCORE_SHARE)`` times the candidate's Gaussian ``mu^2``; ``z`` calibrated as above."""
+    J = len(grid)
+    c_s = _score_clip(ctx.bound_y)
+
+    def releases_of(z: float) -> list[Release]:
+        out = [_selection(ctx, J)]
+        for j, (params, _) in enumerate(grid, start=1):
+            own = replace(
+                ctx, epsilon=ctx.epsilon / z, params=_freeze({**base.hyperparameters, **params})
+            )
+            rel = base.release_fn(own)
+            out += [replace(r, name=candidate_name(j, r.name)) for r in rel]
+            mu_fit = math.sqrt(sum(r.mu**2 for r in rel if r.mechanism == "gaussian"))
+            mu_s = math.sqrt(SCORE_SHARE / (1.0 - SCORE_SHARE)) * mu_fit
+            out.append(
+                mech.gaussian_release(
+                    candidate_name(j, "score"),
+                    sensitivity=c_s,
+                    sigma=c_s / mu_s,
+                    epsilon=SCORE_SHARE * ctx.epsilon,
+                    delta=SCORE_SHARE * ctx.delta,
+                    calibration=CALIBRATION,
+                    valid=True,
+                )
+            )
+        return out
+
+    if ctx.epsilon <= selection_epsilon(1e-9, float(J), delta=ctx.delta):
+        raise epsilon_too_small(ctx.epsilon)
+    z = calibrate_multiplier(releases_of, epsilon=ctx.epsilon, delta=ctx.delta)
+    return releases_of(z)
+
+
+#: the release functions of the entries calibrated through the base's budget
+_BUDGET_FNS = {
+    t: (lambda ctx, t=t: _budget_releases(ctx, BASES[t], GRIDS[t])) for t in sorted(BY_BUDGET)
+}
+
+
 def _base_releases(group: list[Release], j: int) -> list[Release]:
     """Candidate ``j``'s releases under the base entry's own names (what its fit reads)."""
     prefix = candidate_name(j, "")
     return [replace(r, name=r.name[len(prefix) :]) for r in group if not r.name.endswith("/score")]
 
 
-def _plan(rng: np.random.Generator, size: int, J: int, mean: float):
-    """Per repeat ``K ~ Poisson(mean)`` picks; the streams of the score and of each candidate."""
+def _plan(rng: np.random.Generator, size: int, J: int, mean: float, shared=None):
+    """Per repeat ``K ~ Poisson(mean)`` picks; the streams of the score and of each candidate.
+
+    With a ``shared`` seed (entries with an epsilon-free step) the picks come from its
+    child 0 instead: they depend neither on the data nor on epsilon."""
     seed = np.random.SeedSequence(int(rng.integers(2**63)))
     g_sel, g_score, *g_cand = (np.random.default_rng(s) for s in seed.spawn(J + 2))
+    if shared is not None:
+        g_sel = np.random.default_rng(shared_child(shared, 0))
     runs: list[tuple[int, int]] = []  # (repeat, candidate index 0..J-1), repeat-major
     drawcheck.record("selection", "poisson", mean, (size,))
     for r in range(size):
@@ -220,7 +296,7 @@ def _fit_fn(tuned: str):
         wrapper, groups = candidate_groups(rel)
         J = wrapper.copies
         c_s = _score_clip(stats.bound_y)
-        runs, g_score, g_cand = _plan(opts.rng, R, J, wrapper.scale)  # type: ignore[arg-type]
+        runs, g_score, g_cand = _plan(opts.rng, R, J, wrapper.scale, opts.shared_seed)  # type: ignore[arg-type]
         xi = mech.standard_normals((len(runs),), rng=g_score)
         thetas = np.full((len(runs), d), np.nan)
         scores = np.full(len(runs), np.nan)
@@ -249,7 +325,11 @@ def _fit_fn(tuned: str):
                         captured[candidate_name(j + 1, k)] = np.full((0, *np.shape(v)[1:]), np.nan)
                 continue
             with drawcheck.prefixed(candidate_name(j + 1, "")):
-                res = _as_result(base.fit_fn(stats, brel, own))
+                if opts.shared_seed is None:
+                    res = _as_result(base.fit_fn(stats, brel, own))
+                else:
+                    reps = [runs[i][0] for i in idx]
+                    res = _by_repeat(base, stats, brel, own, reps, opts)
             thetas[idx] = res.theta
             score_name = candidate_name(j + 1, "score")
             with np.errstate(over="ignore", invalid="ignore"):
@@ -282,6 +362,31 @@ def _fit_fn(tuned: str):
         return FitResult(theta, np.full(R, np.nan), failed, released)
 
     return fit
+
+
+def _by_repeat(base, stats, brel, own: FitOptions, reps: list[int], opts: FitOptions):
+    """One base fit per run, in run order, run ``i`` of repeat ``r`` taking the base's
+    epsilon-free step (DPKendall's tie-breaking perturbation and its Kendall vectors) from
+    the shared seed's child ``(1, r)``: computed once per repeat for every run and every
+    epsilon of a grid.  The candidate's stream is drawn as one batched call draws it."""
+    parts = []
+    for r in reps:
+        one = replace(
+            own,
+            size=1,
+            shared_seed=shared_child(shared_child(opts.shared_seed, 1), r),  # type: ignore[arg-type]
+            cache=opts.cache.setdefault(("base-repeat", r), {}),
+        )
+        parts.append(_as_result(base.fit_fn(stats, brel, one)))
+    released = None
+    if own.capture:
+        released = {k: np.concatenate([p.released[k] for p in parts]) for k in parts[0].released}  # type: ignore[index,union-attr]
+    return FitResult(
+        np.concatenate([p.theta for p in parts]),
+        np.concatenate([p.lam for p in parts]),
+        np.concatenate([p.failed for p in parts]),
+        released,
+    )
 
 
 def _released(captured, grid, runs, winner, chosen) -> dict[str, np.ndarray]:
@@ -318,6 +423,7 @@ def _tuned(name: str, label: str, style: Style, what: str) -> Algorithm:
         fit_fn=_fit_fn(name),
         needs_rows=True,
         tuned_privately=tuple(names) or ("rho",),
+        epsilon_free_step=name in BY_BUDGET,
         neighbouring=base.neighbouring,
         style=style,
         reference=f"{base.label} with {what} chosen privately: best of K ~ Poisson(J) runs "
@@ -333,4 +439,10 @@ ENTRIES = [
     _tuned("dp-gd-tuned", "DP-GD (tuned privately)", Style("indigo", ":", "x"), "T, η, clip"),
     _tuned("bas-tuned", "BoostedAdaSSP (tuned privately)", Style("mediumorchid", "-.", "<"), "T"),
     _tuned("adassp-tuned", "AdaSSP (tuned privately)", Style("steelblue", "-", "8"), "ρ"),
+    _tuned(
+        "dpk-bas-tuned",
+        "DPKendall + BoostedAdaSSP (tuned privately)",
+        Style("darkslateblue", "-.", ">"),
+        "k",
+    ),
 ]

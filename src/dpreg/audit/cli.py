@@ -11,7 +11,10 @@ Modes
   verification draws), end-to-end 2 x 10^4 fits per algorithm (500 for an
   algorithm that fits on rows), and 1,000 runs of every non-reproduction
   algorithm behind private-stats share 0.1.  Under a minute on two cores
-  (about 37 s of CPU measured, with the branch pairs); part of the test suite.
+  (about 36 s of CPU measured, with the branch pairs; 10 s of it the
+  privately tuned ``dpk-bas-tuned`` and ``tukey-em-tuned``, whose 500 fits
+  per hypothesis run several DPKendall + BoostedAdaSSP or TukeyEM fits each
+  and detect nothing: they are listed under "No power"); part of the test suite.
 
 Both modes also audit, end to end, the pairs of :mod:`dpreg.audit.pairs`
 (:func:`~dpreg.audit.pairs.pair_names`) with the algorithm's own number of

@@ -26,8 +26,9 @@ one row at the bounds, ``y = 1`` and ``x = e_1`` (moves ``X^T X``,
 an algorithm with a Laplace release, ``x = (1, .., 1)/sqrt(d)`` (attains
 the functional mechanism's L1 sensitivity).  Under replace-one
 neighbouring the last row of ``D`` is replaced instead.  An algorithm that
-refuses so small a ``D`` (e.g. too few rows for its subsampled models) is
-audited on a fixed dataset of ``2000 d`` rows inside the bounds instead.  For private
+refuses so small a ``D`` (e.g. too few rows for its subsampled models, in its
+fit or in its release list) is audited on a fixed dataset of ``2000 d`` rows
+inside the bounds instead.  For private
 pre-processing the declared public ranges are ``[-1, 1]`` for every column
 and for ``y``, and the added row is the corner ``(1, .., 1)``, ``y = 1``,
 which moves the column sums, sums of squares and the y sum at their full
@@ -217,10 +218,11 @@ def _regression_pair(alg, *, d, epsilon, delta, samples, rho, seeds, pair="bound
     for (X0, y0), (X1, y1) in candidate_pairs(
         alg, d=d, epsilon=epsilon, delta=delta, rho=rho, pair=pair
     ):
-        releases = alg.releases(epsilon=epsilon, delta=delta, d=d, rho=rho, n=X0.shape[0])
         st0, st1 = SuffStats.from_arrays(X0, y0), SuffStats.from_arrays(X1, y1)
         kw = {"epsilon": epsilon, "delta": delta, "n": samples, "rho": rho}
         try:
+            # inside: a release list may depend on the public n (tukey-em-tuned's grid)
+            releases = alg.releases(epsilon=epsilon, delta=delta, d=d, rho=rho, n=X0.shape[0])
             out0 = _regression_draws(alg, st0, (X0, y0), rng=np.random.default_rng(seeds[0]), **kw)
             out1 = _regression_draws(alg, st1, (X1, y1), rng=np.random.default_rng(seeds[1]), **kw)
         except DPRegError as err:

@@ -63,6 +63,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from dpreg._validation import DPRegError
 from dpreg.algorithms.sketch import ihm_sizes
 from dpreg.audit.model import base_rows
 from dpreg.privacy.mechanisms import Release
@@ -276,7 +277,12 @@ def candidate_pairs(alg, *, d, epsilon, delta, rho, pair):
             neighbouring=alg.neighbouring,
         )
         return
-    for base in (base_rows(d), _large_rows(d)):
+    for i, base in enumerate((base_rows(d), _large_rows(d))):
         n0 = base[0].shape[0]
-        releases = alg.releases(epsilon=epsilon, delta=delta, d=d, rho=rho, n=n0)
+        try:  # a release list may refuse the public n (tukey-em-tuned's grid)
+            releases = alg.releases(epsilon=epsilon, delta=delta, d=d, rho=rho, n=n0)
+        except DPRegError:
+            if i:
+                raise
+            continue
         yield neighbouring_rows(releases, d=d, neighbouring=alg.neighbouring, base=base)

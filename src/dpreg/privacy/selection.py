@@ -152,13 +152,11 @@ def _base_delta(eps_hat: np.ndarray, mu: float, pure: float) -> np.ndarray:
         return _gdp_delta(eps_hat, mu)
     with np.errstate(invalid="ignore", divide="ignore"):
         shifted = np.where(eps_hat >= pure, _gdp_delta(np.maximum(eps_hat - pure, 0.0), mu), 1.0)
-    b = _INNER[:, None]
-    log_d = (
-        (b - 1.0) * (_base_rdp(b, mu, pure) - eps_hat[None, :])
-        + (b - 1.0) * np.log1p(-1.0 / b)
-        - np.log(b)
-    )
-    cks = np.exp(np.minimum(0.0, np.min(log_d, axis=0)))
+    # CKS at inner order b is affine in eps_hat: ln delta_b = c_b - (b - 1) eps_hat
+    b = _INNER
+    c_b = (b - 1.0) * (_base_rdp(b, mu, pure) + np.log1p(-1.0 / b)) - np.log(b)
+    log_d = np.min(c_b[:, None] - (b - 1.0)[:, None] * eps_hat[None, :], axis=0)
+    cks = np.exp(np.minimum(0.0, log_d))
     return np.minimum(shifted, cks)
 
 
@@ -246,11 +244,12 @@ def optional_releases(releases: Sequence[Release]) -> set[str]:
 
 def incomplete_candidates(releases: Sequence[Release], served: set[str]) -> list[str]:
     """Candidates of a selection that ran (some release drawn) without drawing all their
-    noisy releases: a run of the base mechanism makes every release of its candidate."""
+    noisy releases (Gaussian and pure-DP): a run of the base mechanism makes every release
+    of its candidate."""
     optional = optional_releases(releases)
     groups: dict[int, set[str]] = {}
     for r in releases:
-        if r.name in optional and r.mechanism == "gaussian":
+        if r.name in optional and r.mechanism in ("gaussian", *_PURE):
             groups.setdefault(candidate_of(r.name), set()).add(r.name)  # type: ignore[arg-type]
     out = []
     for j, names in sorted(groups.items()):
