@@ -163,6 +163,24 @@ def cpu_seconds(workdir: Path) -> dict[str, float]:
     return out
 
 
+def emit_rules(jobs: list[dict], cpu: dict[str, float]) -> None:
+    """One ``rule`` line per rule: jobs, job-seconds (sum), median and max job seconds,
+    and its CPU seconds from the jobs' ``benchmark:`` files (``cpu``)."""
+    rules: dict[str, list[float]] = {}
+    for j in jobs:
+        rules.setdefault(j["rule"], []).append(j["seconds"])
+    for rule, secs in rules.items():
+        emit(
+            bench="rule",
+            rule=rule,
+            jobs=len(secs),
+            job_seconds=round(sum(secs), 2),
+            median_seconds=round(statistics.median(secs), 2),
+            max_seconds=round(max(secs), 2),
+            cpu_seconds=round(cpu.get(rule, 0.0), 2),
+        )
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cores", type=int, default=2)
@@ -196,19 +214,7 @@ def main(argv=None) -> None:
                 end=round(j["end"], 2),
                 seconds=round(j["seconds"], 2),
             )
-    rules: dict[str, list[float]] = {}
-    for j in jobs:
-        rules.setdefault(j["rule"], []).append(j["seconds"])
-    for rule, secs in rules.items():
-        emit(
-            bench="rule",
-            rule=rule,
-            jobs=len(secs),
-            job_seconds=round(sum(secs), 2),
-            median_seconds=round(statistics.median(secs), 2),
-            max_seconds=round(max(secs), 2),
-            cpu_seconds=round(cpu.get(rule, 0.0), 2),
-        )
+    emit_rules(jobs, cpu)
     shares = breakdown(jobs, wall)
     emit(bench="breakdown", **{k: round(v, 2) for k, v in shares.items()})
     phases = {

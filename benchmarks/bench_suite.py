@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -129,19 +128,7 @@ def main(argv=None) -> None:
             wildcards=j["wildcards"],
             seconds=round(j["seconds"], 2),
         )
-    rules: dict[str, list[float]] = {}
-    for j in jobs:
-        rules.setdefault(j["rule"], []).append(j["seconds"])
-    for rule, secs in rules.items():
-        bp.emit(
-            bench="rule",
-            rule=rule,
-            jobs=len(secs),
-            job_seconds=round(sum(secs), 2),
-            median_seconds=round(statistics.median(secs), 2),
-            max_seconds=round(max(secs), 2),
-            cpu_seconds=round(cpu.get(rule, 0.0), 2),
-        )
+    bp.emit_rules(jobs, cpu)
     bp.emit(
         bench="summary",
         config=CONFIG,

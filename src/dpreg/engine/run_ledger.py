@@ -85,8 +85,18 @@ def trial_columns(
     out = {}
     for eps in epsilons:
         # the same run settings recur for every fold and partition: compose them once
-        settings = (float(eps), delta, d, rho, n, bound_x, bound_y)
-        key = (id(alg), algorithm, settings, repr(sorted((params or {}).items())))
+        # (an entry is hashed by identity, so a plug-in registered anew is a new key)
+        key = (
+            alg,
+            float(eps),
+            delta,
+            d,
+            rho,
+            n,
+            bound_x,
+            bound_y,
+            repr(sorted((params or {}).items())),
+        )
         hit = _COLUMNS.get(key)
         if hit is None:
             rel = alg.releases(
@@ -99,14 +109,13 @@ def trial_columns(
                 bound_x=bound_x,
                 bound_y=bound_y,
             )
-            hit = _COLUMNS[key] = (alg, release_columns(list(rel), delta=delta))
-        out[eps] = dict(hit[1])
+            hit = _COLUMNS[key] = release_columns(list(rel), delta=delta)
+        out[eps] = dict(hit)  # a copy: the caller may edit it
     return out
 
 
-#: run settings -> (the entry, its ledger columns); the entry is kept so that its id
-#: cannot be reused by another entry registered under the same name
-_COLUMNS: dict[tuple, tuple[Any, dict[str, Any]]] = {}
+#: (entry, run settings) -> its ledger columns
+_COLUMNS: dict[tuple, dict[str, Any]] = {}
 
 
 def ledger_report(config: Mapping[str, Any], dims: Mapping[str, int]) -> dict[str, Any]:
