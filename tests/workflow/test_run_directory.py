@@ -23,11 +23,16 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
-from test_workflow import SNAKEFILE, make_workdir, snakemake, tiny_config
+from test_workflow import (
+    make_workdir,
+    snakemake,
+    snakemake_command,
+    start_snakemake,
+    tiny_config,
+)
 
 from dpreg.io.checksum import verify
 from dpreg.io.rundir import RUN_LOCK
@@ -52,15 +57,7 @@ def _no_traceback(out: str) -> None:
 
 def test_a_second_run_is_refused_while_the_first_runs_and_loses_nothing(tmp_path):
     run = make_workdir(tmp_path, _slow_config())
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(run)]
-    first = subprocess.Popen(
-        [*cmd, "--cores", "1"],
-        cwd=run,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+    first = start_snakemake(run, "--cores", "1", output=True)
     sweep_log = run / "logs" / "run_sweep" / "airfoil" / "stats.log"
     trial = run / "results" / "trials" / "airfoil" / "stats.parquet"
     deadline = time.monotonic() + 120
@@ -113,14 +110,7 @@ def test_the_lock_dies_with_its_run(tmp_path):
     """kill -9 frees the run lock (the kernel drops it), so after Snakemake's own
     lock is removed with --unlock the run resumes (README, 'Recovering')."""
     run = make_workdir(tmp_path, _slow_config())
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(run)]
-    first = subprocess.Popen(
-        [*cmd, "--cores", "1"],
-        cwd=run,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    first = start_snakemake(run, "--cores", "1")
     try:
         deadline = time.monotonic() + 120
         while not (run / "logs" / "run_sweep" / "airfoil" / "stats.log").exists():
@@ -149,18 +139,7 @@ def test_a_folder_that_cannot_be_written_gets_one_message(tmp_path, folder):
     os.chmod(run / folder, 0o555)
     try:
         proc = subprocess.run(
-            [
-                *_without_root_override(),
-                sys.executable,
-                "-m",
-                "snakemake",
-                "-s",
-                str(SNAKEFILE),
-                "--directory",
-                str(run),
-                "--cores",
-                "1",
-            ],
+            [*_without_root_override(), *snakemake_command(run, "--cores", "1")],
             cwd=run,
             capture_output=True,
             text=True,

@@ -39,11 +39,20 @@ pytestmark = pytest.mark.workflow
 COMPARED = ("results/tables", "results/trials", "results/figures", "results/provenance.json")
 
 
+def snakemake_command(workdir: Path, *args: str) -> list[str]:
+    """`python -m snakemake` on the repository's Snakefile in `workdir`, with `args`."""
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir)]
+    return [*cmd, *args]
+
+
 def snakemake(workdir: Path, *args: str, check: bool = True, timeout: float = 300):
     """Run `python -m snakemake` on the repository's Snakefile in `workdir`."""
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir)]
     proc = subprocess.run(
-        [*cmd, *args], capture_output=True, text=True, timeout=timeout, cwd=workdir
+        snakemake_command(workdir, *args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=workdir,
     )
     if check and proc.returncode != 0:
         raise AssertionError(
@@ -51,6 +60,25 @@ def snakemake(workdir: Path, *args: str, check: bool = True, timeout: float = 30
             f"{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
         )
     return proc
+
+
+def start_snakemake(
+    workdir: Path, *args: str, output: bool = False, own_group: bool = True
+) -> subprocess.Popen:
+    """Start `python -m snakemake` in `workdir` in the background.
+
+    ``output``: its stdout and stderr together as text on ``proc.stdout`` (else
+    discarded); ``own_group``: in a process group of its own, so a test can signal
+    or kill the run and its jobs with ``os.killpg(proc.pid, ...)``.
+    """
+    return subprocess.Popen(
+        snakemake_command(workdir, *args),
+        cwd=workdir,
+        stdout=subprocess.PIPE if output else subprocess.DEVNULL,
+        stderr=subprocess.STDOUT if output else subprocess.DEVNULL,
+        text=output,
+        start_new_session=own_group,
+    )
 
 
 def make_workdir(root: Path, config: dict | None = None) -> Path:
@@ -90,14 +118,7 @@ def tiny_runs(tmp_path_factory):
     runs, procs = {}, {}
     for cores in ("1", "2"):
         run = make_workdir(tmp_path_factory.mktemp(f"cores{cores}"))
-        cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(run)]
-        procs[cores] = subprocess.Popen(
-            [*cmd, "--cores", cores],
-            cwd=run,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        procs[cores] = start_snakemake(run, "--cores", cores, output=True, own_group=False)
         runs[cores] = run
     for cores, proc in procs.items():
         out, _ = proc.communicate(timeout=600)
@@ -236,14 +257,7 @@ def test_second_run_has_nothing_to_do(tiny_runs):
 def _interrupt_mid_sweep(run: Path, sig: int) -> subprocess.Popen:
     """Start the tiny run with one core, send ``sig`` to its process group as soon
     as a sweep output exists, and wait for it to end."""
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(run)]
-    proc = subprocess.Popen(
-        [*cmd, "--cores", "1"],
-        cwd=run,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    proc = start_snakemake(run, "--cores", "1")
     trials = run / "results" / "trials"
     deadline = time.monotonic() + 120
     try:
@@ -310,14 +324,7 @@ def test_job_stops_when_snakemake_is_killed(tmp_path):
         "slow": {"algorithms": ["adassp", "ssp"], "variants": ["maxnorm"], "datasets": "all"}
     }
     run = make_workdir(tmp_path, cfg)
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(run)]
-    proc = subprocess.Popen(
-        [*cmd, "--cores", "1"],
-        cwd=run,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    proc = start_snakemake(run, "--cores", "1")
     log = run / "logs" / "run_sweep" / "airfoil" / "stats.log"
     deadline = time.monotonic() + 120
     try:
